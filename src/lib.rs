@@ -1,0 +1,20 @@
+//! solowg: a WireGuard implementation in which one thread does all the work.
+//!
+//! The protocol core (`device`, `send`, `receive`, `noise`, `cookie`, `keypair`, `timers`,
+//! `replay`, `allowedips`, `ratelimiter`, `wire`) is sans-IO: it takes bytes and `now` and
+//! says what to send or write. `event_loop`, `tun`, `udp` and `uapi_server` are the I/O shell.
+pub mod allowedips;
+pub mod cookie;
+pub mod crypto;
+pub mod device;
+pub mod keypair;
+pub mod log;
+pub mod noise;
+pub mod peer;
+pub mod ratelimiter;
+pub mod receive;
+pub mod replay;
+pub mod send;
+pub mod timers;
+pub mod uapi;
+pub mod wire;

@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# Interop system test: implementation A in one namespace against B in another.
+#   usage: interop.sh A B      (A, B: solowg | wireguard-go | boringtun)
+#
+# Phase "v4" (outer IPv4, A initiates): inner IPv4/IPv6 ping, `wg show`
+#   handshake and transfer counters, an iperf3 TCP transfer (IPERF_SIZE,
+#   default 50M), roaming of A's outer address under a ping stream, and a
+#   clean exit of both daemons on SIGTERM.
+# Phase "v6" (fresh daemons and keys, outer IPv6, B initiates): inner
+#   IPv4/IPv6 ping, `wg show` counters, the endpoint learnt over IPv6, and
+#   each daemon exiting by itself after `ip link del`.
+# Prints one PASS/FAIL line per check and ends with "N passed, M failed".
+# NT_SABOTAGE=wrong-key hands A a wrong public key for B: a self-test of the
+# harness, under which every tunnel check must FAIL.
+set -euo pipefail
+
+here=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=lib.sh
+. "$here/lib.sh"
+
+if [[ $# -ne 2 ]]; then
+	echo "usage: $0 A B   (each: solowg | wireguard-go | boringtun)" >&2
+	exit 2
+fi
+A=$1
+B=$2
+IPERF_SIZE=${IPERF_SIZE:-50M}
+
+nt_setup
+nt_require_tools iperf3 jq
+nt_require_impl "$A" "$B"
+nt_info "interop A=$A ($NT_NS_A/$NT_IF_A) <-> B=$B ($NT_NS_B/$NT_IF_B)"
+nt_make_netns || nt_die "could not build the namespaces"
+
+# Later checks are meaningless once a daemon did not start: close the run.
+abort() {
+	nt_info "aborting: $1"
+	nt_summary || true
+	exit 1
+}
+
+# The key A is given for B: deliberately wrong for the harness self-test.
+pub_for_a() {
+	if [[ ${NT_SABOTAGE:-} == wrong-key ]]; then
+		wg genkey | wg pubkey
+	else
+		nt_pub "$1"
+	fi
+}
+
+# configure_pair KEY_A KEY_B ENDPOINT_A_USES ENDPOINT_B_USES
+# (an empty endpoint means that side waits to be contacted).
+configure_pair() {
+	nt_genkey "$1" || return 1
+	nt_genkey "$2" || return 1
+	nt_config_iface "$NT_NS_A" "$NT_IF_A" "$1" "$NT_PORT_A" || return 1
+	nt_config_iface "$NT_NS_B" "$NT_IF_B" "$2" "$NT_PORT_B" || return 1
+	nt_config_peer "$NT_NS_A" "$NT_IF_A" "$(pub_for_a "$2")" "$NT_IN4_B/32,$NT_IN6_B/128" "$3" || return 1
+	nt_config_peer "$NT_NS_B" "$NT_IF_B" "$(nt_pub "$1")" "$NT_IN4_A/32,$NT_IN6_A/128" "$4" || return 1
+	nt_iface_up "$NT_NS_A" "$NT_IF_A" "$NT_IN4_A" "$NT_IN6_A" || return 1
+	nt_iface_up "$NT_NS_B" "$NT_IF_B" "$NT_IN4_B" "$NT_IN6_B"
+}
+
+# start_pair PHASE: both daemons up; the TUN contract is checked on the
+# implementations whose behaviour we specify (boringtun leaves MTU 1500).
+start_pair() {
+	local p=$1
+	nt_check "$p.start.A-$A" nt_start_daemon "$A" "$NT_NS_A" "$NT_IF_A" || abort "A did not start"
+	nt_check "$p.start.B-$B" nt_start_daemon "$B" "$NT_NS_B" "$NT_IF_B" || abort "B did not start"
+	if [[ $p == v4 ]]; then
+		[[ $A == boringtun ]] || nt_check "$p.tun-mtu1420-down.A-$A" nt_tun_pristine "$NT_NS_A" "$NT_IF_A" || true
+		[[ $B == boringtun ]] || nt_check "$p.tun-mtu1420-down.B-$B" nt_tun_pristine "$NT_NS_B" "$NT_IF_B" || true
+	fi
+}
+
+wg_stats_checks() {
+	local p=$1
+	if nt_has_faithful_uapi "$A"; then
+		nt_check "$p.wg-show.A-$A" nt_wg_stats_ok "$NT_NS_A" "$NT_IF_A" || true
+	fi
+	if nt_has_faithful_uapi "$B"; then
+		nt_check "$p.wg-show.B-$B" nt_wg_stats_ok "$NT_NS_B" "$NT_IF_B" || true
+	fi
+}
+
+roam_replies() { grep -c 'bytes from' "$1" 2>/dev/null || true; }
+roam_replies_at_least() {
+	local n
+	n=$(roam_replies "$1")
+	((n >= $2))
+}
+
+# Roaming: a ping stream runs from A to B while A's outer IPv4 address is
+# replaced; B must move its endpoint for A and the stream must resume.
+roam_test() {
+	local log="$NT_TMP/roam-ping.log" ppid before t0 t1
+	# ping prints one line per reply and flushes it, so the file is live.
+	ip netns exec "$NT_NS_A" timeout 40 ping -D -i 0.1 -W 1 -w 35 "$NT_IN4_B" >"$log" 2>&1 &
+	ppid=$!
+	NT_BG_PIDS+=("$ppid")
+	if ! nt_wait_until 5 roam_replies_at_least "$log" 5; then
+		nt_fail v4.roam.stream-before
+		nt_stop_pid "$ppid"
+		return 0
+	fi
+	before=$(roam_replies "$log")
+	if ! { ip -n "$NT_NS_A" addr add "$NT_OUT4_ROAM/24" dev "$NT_VETH_A" &&
+		ip -n "$NT_NS_A" addr del "$NT_OUT4_A/24" dev "$NT_VETH_A"; }; then
+		nt_fail v4.roam.move-address
+		nt_stop_pid "$ppid"
+		return 0
+	fi
+	t0=$(nt_now_ms)
+	nt_info "moved A's outer address $NT_OUT4_A -> $NT_OUT4_ROAM after $before replies"
+	if nt_wait_until 15 roam_replies_at_least "$log" $((before + 5)); then
+		t1=$(nt_now_ms)
+		nt_pass v4.roam.traffic-resumes "5 more replies within $((t1 - t0)) ms"
+	else
+		nt_fail v4.roam.traffic-resumes "fewer than 5 replies in 15 s after the move"
+	fi
+	if nt_has_faithful_uapi "$B"; then
+		nt_check "v4.roam.endpoint-followed.B-$B" \
+			nt_wait_until 5 nt_endpoint_is "$NT_NS_B" "$NT_IF_B" "$NT_OUT4_ROAM:$NT_PORT_A" || true
+		nt_info "B's endpoint for A: $(nt_peer_field "$NT_NS_B" "$NT_IF_B" 3 || true)"
+	fi
+	nt_stop_pid "$ppid"
+}
+
+# ---- phase v4: outer IPv4, A initiates --------------------------------------
+nt_info "phase v4: outer IPv4, A initiates"
+start_pair v4
+nt_check v4.configure configure_pair a1 b1 "$NT_OUT4_B:$NT_PORT_B" "" || abort "configuration failed"
+tunnel_ok=1
+nt_check v4.ping4.A-initiates nt_wait_ping "$NT_NS_A" "$NT_IN4_B" 10 || tunnel_ok=0
+nt_check v4.ping6.A-initiates nt_wait_ping "$NT_NS_A" "$NT_IN6_B" 5 || true
+wg_stats_checks v4
+
+if [[ $tunnel_ok -eq 1 ]]; then
+	if nt_iperf "$NT_NS_A" "$NT_NS_B" "$NT_IN4_B" -n "$IPERF_SIZE" &&
+		((NT_IPERF_BYTES >= $(numfmt --from=iec "$IPERF_SIZE"))); then
+		nt_pass "v4.iperf3-$IPERF_SIZE.A-to-B" "$NT_IPERF_MBPS Mbit/s, $NT_IPERF_BYTES bytes"
+	else
+		nt_fail "v4.iperf3-$IPERF_SIZE.A-to-B" "${NT_IPERF_BYTES:-0} bytes received"
+	fi
+	roam_test
+else
+	nt_fail "v4.iperf3-$IPERF_SIZE.A-to-B" "no tunnel"
+	nt_fail v4.roam.traffic-resumes "no tunnel"
+fi
+
+nt_check "v4.sigterm-exit.A-$A" nt_stop_daemon "$NT_IF_A" || true
+nt_check "v4.sigterm-exit.B-$B" nt_stop_daemon "$NT_IF_B" || true
+
+# ---- phase v6: fresh daemons and keys, outer IPv6, B initiates --------------
+nt_info "phase v6: restarted daemons, fresh keys, outer IPv6, B initiates"
+start_pair v6
+nt_check v6.configure configure_pair a2 b2 "" "[$NT_OUT6_A]:$NT_PORT_A" || abort "configuration failed"
+nt_check v6.ping4.B-initiates nt_wait_ping "$NT_NS_B" "$NT_IN4_A" 10 || true
+nt_check v6.ping6.B-initiates nt_wait_ping "$NT_NS_B" "$NT_IN6_A" 5 || true
+wg_stats_checks v6
+if nt_has_faithful_uapi "$A"; then
+	nt_check "v6.endpoint-learnt.A-$A" nt_endpoint_is "$NT_NS_A" "$NT_IF_A" "[$NT_OUT6_B]:$NT_PORT_B" || true
+fi
+nt_check "v6.linkdel-exit.A-$A" nt_linkdel_daemon "$NT_NS_A" "$NT_IF_A" || true
+nt_check "v6.linkdel-exit.B-$B" nt_linkdel_daemon "$NT_NS_B" "$NT_IF_B" || true
+
+nt_summary

@@ -1,0 +1,402 @@
+# shellcheck shell=bash
+# Shared helpers for solowg's network-namespace system tests.
+# Sourced by interop.sh, wg-quick.sh and demo.sh; not meant to be run.
+#
+# Ground rules the helpers enforce:
+#  - all traffic stays inside two namespaces created here (unique names with a
+#    random run id), joined by one veth pair; the addresses below exist only
+#    inside those namespaces;
+#  - /var/run/wireguard is shared by every netns (it is a plain directory), so
+#    the two sides use different interface names (wg<id>a / wg<id>b): their
+#    UAPI sockets never clash, and `wg` can talk to each daemon without
+#    per-namespace mount tricks. The run id keeps parallel runs apart too;
+#  - every wait is bounded in iterations and in wall time; every process we
+#    start is recorded by PID and stopped by PID from the EXIT trap.
+
+# Constants are consumed by the scripts that source this file.
+# shellcheck disable=SC2034
+
+# Repo root from this file's own location (no machine-specific paths).
+NT_LIB_DIR=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
+NT_REPO_ROOT=$(cd -- "$NT_LIB_DIR/../.." && pwd)
+# Fixed by the UAPI contract shared with wireguard-go and wg(8).
+NT_SOCK_DIR=/var/run/wireguard
+
+# Outer (veth) and inner (tunnel) addresses; private to our namespaces.
+NT_OUT4_A=10.201.0.1
+NT_OUT4_B=10.201.0.2
+NT_OUT4_ROAM=10.201.0.11
+NT_OUT6_A=fd00:201::1
+NT_OUT6_B=fd00:201::2
+NT_IN4_A=10.202.0.1
+NT_IN4_B=10.202.0.2
+NT_IN6_A=fd00:202::1
+NT_IN6_B=fd00:202::2
+NT_PORT_A=51820
+NT_PORT_B=51821
+NT_VETH_A=va
+NT_VETH_B=vb
+NT_IPERF_PORT=5201
+# Safety net: a daemon dies by itself after this long even if our trap never
+# runs (e.g. the harness is SIGKILLed).
+NT_DAEMON_MAX_S=${NT_DAEMON_MAX_S:-900}
+
+NT_PASS=0
+NT_FAIL=0
+NT_BG_PIDS=()
+NT_NAMESPACES=()
+NT_IFACES=()
+declare -A NT_DAEMON_PID=()
+declare -A NT_DAEMON_IMPL=()
+NT_TMP=
+NT_ID=
+
+nt_info() { printf '# %s\n' "$*"; }
+nt_die() {
+	printf 'ERROR: %s\n' "$*" >&2
+	exit 2
+}
+
+nt_pass() {
+	NT_PASS=$((NT_PASS + 1))
+	printf 'PASS %s%s\n' "$1" "${2:+ ($2)}"
+}
+nt_fail() {
+	NT_FAIL=$((NT_FAIL + 1))
+	printf 'FAIL %s%s\n' "$1" "${2:+ ($2)}"
+}
+# nt_check NAME CMD...: one PASS/FAIL line from CMD's exit status (returned).
+nt_check() {
+	local name=$1
+	shift
+	if "$@"; then
+		nt_pass "$name"
+	else
+		nt_fail "$name"
+		return 1
+	fi
+}
+# The closing line run-all.sh and CI parse; exit status follows the failures.
+nt_summary() {
+	printf '%d passed, %d failed\n' "$NT_PASS" "$NT_FAIL"
+	[[ $NT_FAIL -eq 0 ]]
+}
+
+nt_now_ms() { date +%s%3N; }
+
+# nt_wait_until SECS CMD...: poll CMD every 0.1 s; bounded by count and clock.
+nt_wait_until() {
+	local secs=$1 i max deadline
+	shift
+	max=$((secs * 10))
+	deadline=$((SECONDS + secs + 1))
+	for ((i = 0; i < max; i++)); do
+		if "$@"; then return 0; fi
+		((SECONDS < deadline)) || break
+		sleep 0.1
+	done
+	return 1
+}
+
+nt_pid_gone() { ! kill -0 "$1" 2>/dev/null; }
+
+# nt_stop_pid PID: TERM, up to 5 s grace, then KILL; reaps it if it is our child.
+nt_stop_pid() {
+	local pid=$1
+	kill -TERM "$pid" 2>/dev/null || true
+	nt_wait_until 5 nt_pid_gone "$pid" || kill -KILL "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+}
+
+nt_require_root() {
+	[[ $(id -u) -eq 0 ]] || nt_die "must run as root (namespaces, TUN devices)"
+}
+
+nt_require_tools() {
+	local t
+	for t in "$@"; do
+		command -v "$t" >/dev/null || nt_die "missing tool: $t (see .ci/install)"
+	done
+}
+
+# Binary for an implementation name (solowg | wireguard-go | boringtun).
+nt_impl_bin() {
+	case $1 in
+	solowg) printf '%s\n' "${SOLOWG_BIN:-$NT_REPO_ROOT/target/release/solowg}" ;;
+	wireguard-go) command -v wireguard-go || printf 'wireguard-go\n' ;;
+	boringtun)
+		# cargo install puts it in CARGO_HOME, which may not be on PATH.
+		command -v boringtun-cli || printf '%s\n' "${CARGO_HOME:-$HOME/.cargo}/bin/boringtun-cli"
+		;;
+	*) return 1 ;;
+	esac
+}
+
+nt_impl_available() {
+	local bin
+	bin=$(nt_impl_bin "$1") || return 1
+	[[ -x $bin ]]
+}
+
+nt_require_impl() {
+	local impl
+	for impl in "$@"; do
+		case $impl in
+		solowg | wireguard-go | boringtun) ;;
+		*) nt_die "unknown implementation '$impl' (solowg | wireguard-go | boringtun)" ;;
+		esac
+		nt_impl_available "$impl" ||
+			nt_die "$impl not found at '$(nt_impl_bin "$impl")' (build with 'cargo build --release' or run .ci/install)"
+	done
+}
+
+# boringtun's UAPI `get` is quirky (no private key, handshake time is an age),
+# so wg(8) values are asserted only on the other implementations.
+nt_has_faithful_uapi() { [[ $1 != boringtun ]]; }
+
+# nt_setup: run id, names, temp dir and the cleanup trap.
+nt_setup() {
+	nt_require_root
+	nt_require_tools ip wg ping timeout od mktemp ss awk
+	NT_ID=$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')
+	NT_NS_A="swg-$NT_ID-a"
+	NT_NS_B="swg-$NT_ID-b"
+	NT_IF_A="wg${NT_ID}a"
+	NT_IF_B="wg${NT_ID}b"
+	NT_TMP=$(mktemp -d "${TMPDIR:-/tmp}/solowg-netns.XXXXXX")
+	trap nt_cleanup EXIT
+	# Turn signals into a normal exit so the EXIT trap cleans up.
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+	mkdir -p "$NT_SOCK_DIR"
+}
+
+nt_dump_logs() {
+	local f
+	for f in "$NT_TMP"/*.log; do
+		[[ -f $f ]] || continue
+		printf '\n----- %s (last 80 lines) -----\n' "${f##*/}"
+		tail -n 80 "$f"
+	done
+	printf -- '----- end of logs -----\n'
+}
+
+nt_cleanup() {
+	local rc=$? pid ns ifname
+	set +e
+	trap - EXIT INT TERM
+	for pid in "${NT_BG_PIDS[@]}"; do
+		nt_stop_pid "$pid"
+	done
+	# Anything still inside our uniquely named namespaces was started by this
+	# run (e.g. a daemon that wg-quick forked): stop those PIDs too.
+	for ns in "${NT_NAMESPACES[@]}"; do
+		for pid in $(ip netns pids "$ns" 2>/dev/null); do
+			nt_stop_pid "$pid"
+		done
+		ip netns del "$ns" 2>/dev/null
+	done
+	for ifname in "${NT_IFACES[@]}"; do
+		rm -f "$NT_SOCK_DIR/$ifname.sock"
+	done
+	if [[ -n $NT_TMP && -d $NT_TMP ]]; then
+		if [[ $rc -ne 0 || $NT_FAIL -gt 0 ]]; then
+			nt_dump_logs
+		fi
+		if [[ ${NT_KEEP_TMP:-0} == 1 ]]; then
+			nt_info "logs kept in $NT_TMP"
+		else
+			rm -rf "$NT_TMP"
+		fi
+	fi
+	exit "$rc"
+}
+
+# nt_make_netns: namespaces A and B, one veth pair with IPv4 + IPv6 outer
+# addresses (nodad so IPv6 is usable at once), and a bounded reachability wait.
+nt_make_netns() {
+	local ns
+	for ns in "$NT_NS_A" "$NT_NS_B"; do
+		ip netns add "$ns" || return 1
+		NT_NAMESPACES+=("$ns")
+		ip -n "$ns" link set lo up || return 1
+		# Keep the remaining address (and its route) when the roaming test
+		# deletes the primary one.
+		ip netns exec "$ns" sysctl -q -w net.ipv4.conf.all.promote_secondaries=1 >/dev/null || return 1
+	done
+	ip -n "$NT_NS_A" link add "$NT_VETH_A" type veth peer name "$NT_VETH_B" netns "$NT_NS_B" || return 1
+	ip -n "$NT_NS_A" addr add "$NT_OUT4_A/24" dev "$NT_VETH_A" || return 1
+	ip -n "$NT_NS_A" addr add "$NT_OUT6_A/64" dev "$NT_VETH_A" nodad || return 1
+	ip -n "$NT_NS_B" addr add "$NT_OUT4_B/24" dev "$NT_VETH_B" || return 1
+	ip -n "$NT_NS_B" addr add "$NT_OUT6_B/64" dev "$NT_VETH_B" nodad || return 1
+	ip -n "$NT_NS_A" link set "$NT_VETH_A" up || return 1
+	ip -n "$NT_NS_B" link set "$NT_VETH_B" up || return 1
+	nt_wait_until 5 nt_ping_ok "$NT_NS_A" "$NT_OUT4_B" || return 1
+	nt_wait_until 5 nt_ping_ok "$NT_NS_A" "$NT_OUT6_B" || return 1
+}
+
+nt_link_exists() { ip -n "$1" link show dev "$2" >/dev/null 2>&1; }
+nt_sock_exists() { [[ -S $NT_SOCK_DIR/$1.sock ]]; }
+nt_sock_gone() { [[ ! -e $NT_SOCK_DIR/$1.sock ]]; }
+nt_daemon_ready() {
+	local ns=$1 ifname=$2 pid=$3
+	kill -0 "$pid" 2>/dev/null || return 2
+	nt_sock_exists "$ifname" && nt_link_exists "$ns" "$ifname"
+}
+
+# nt_start_daemon IMPL NS IFNAME: start IMPL in the foreground (as a tracked
+# background job, logging to the temp dir); wait until TUN and socket exist.
+nt_start_daemon() {
+	local impl=$1 ns=$2 ifname=$3 bin log pid
+	local -a cmd
+	bin=$(nt_impl_bin "$impl") || return 1
+	log="$NT_TMP/daemon-$ifname-$impl.log"
+	case $impl in
+	solowg | wireguard-go) cmd=("$bin" -f "$ifname") ;;
+	# Root would otherwise be dropped to nobody, losing access to the socket.
+	boringtun) cmd=("$bin" --foreground --disable-drop-privileges --threads 1 --verbosity info "$ifname") ;;
+	esac
+	printf '\n===== %s start: %s\n' "$(date +%T.%3N)" "${cmd[*]}" >>"$log"
+	LOG_LEVEL=verbose ip netns exec "$ns" timeout -k 5 "$NT_DAEMON_MAX_S" "${cmd[@]}" >>"$log" 2>&1 &
+	pid=$!
+	NT_BG_PIDS+=("$pid")
+	NT_DAEMON_PID[$ifname]=$pid
+	NT_DAEMON_IMPL[$ifname]=$impl
+	NT_IFACES+=("$ifname")
+	if ! nt_wait_until 10 nt_daemon_ready "$ns" "$ifname" "$pid"; then
+		printf 'daemon %s (%s) did not come up within 10 s\n' "$ifname" "$impl" >>"$log"
+		return 1
+	fi
+	if [[ $impl == boringtun ]]; then
+		# boringtun leaves the TUN at 1500; match the WireGuard default.
+		ip -n "$ns" link set dev "$ifname" mtu 1420 || return 1
+	fi
+}
+
+# Contract: TUN created with MTU 1420, left down, no addresses.
+nt_tun_pristine() {
+	local ns=$1 ifname=$2 line flags
+	line=$(ip -n "$ns" -o link show dev "$ifname") || return 1
+	[[ $line == *" mtu 1420 "* ]] || return 1
+	flags=${line#*<}
+	flags=${flags%%>*}
+	[[ ,$flags, != *,UP,* ]] || return 1
+	[[ -z $(ip -n "$ns" -o addr show dev "$ifname") ]]
+}
+
+# nt_stop_daemon IFNAME: SIGTERM; succeed if it exits and its socket is gone
+# within 5 s (it is killed anyway afterwards).
+nt_stop_daemon() {
+	local ifname=$1 pid ok=0
+	pid=${NT_DAEMON_PID[$ifname]}
+	kill -TERM "$pid" 2>/dev/null || true
+	nt_wait_until 5 nt_pid_gone "$pid" || ok=1
+	nt_wait_until 5 nt_sock_gone "$ifname" || ok=1
+	nt_stop_pid "$pid"
+	return "$ok"
+}
+
+# nt_linkdel_daemon NS IFNAME: `ip link del`; the daemon must exit on its own.
+nt_linkdel_daemon() {
+	local ns=$1 ifname=$2 pid ok=0
+	pid=${NT_DAEMON_PID[$ifname]}
+	ip -n "$ns" link del dev "$ifname" || ok=1
+	nt_wait_until 5 nt_pid_gone "$pid" || ok=1
+	nt_wait_until 5 nt_sock_gone "$ifname" || ok=1
+	nt_stop_pid "$pid"
+	return "$ok"
+}
+
+# nt_genkey NAME: NAME.key / NAME.pub in the temp dir.
+nt_genkey() {
+	(
+		umask 077
+		wg genkey >"$NT_TMP/$1.key" && wg pubkey <"$NT_TMP/$1.key" >"$NT_TMP/$1.pub"
+	)
+}
+nt_pub() { cat "$NT_TMP/$1.pub"; }
+
+nt_wg() {
+	local ns=$1
+	shift
+	ip netns exec "$ns" timeout 10 wg "$@"
+}
+
+# nt_config_iface NS IFNAME KEYNAME PORT
+nt_config_iface() {
+	nt_wg "$1" set "$2" private-key "$NT_TMP/$3.key" listen-port "$4"
+}
+
+# nt_config_peer NS IFNAME PUBKEY ALLOWED_IPS [ENDPOINT]
+nt_config_peer() {
+	local -a args=(peer "$3" allowed-ips "$4")
+	[[ -z ${5:-} ]] || args+=(endpoint "$5")
+	nt_wg "$1" set "$2" "${args[@]}"
+}
+
+# nt_iface_up NS IFNAME INNER4 INNER6
+nt_iface_up() {
+	ip -n "$1" addr add "$3/24" dev "$2" || return 1
+	ip -n "$1" addr add "$4/64" dev "$2" nodad || return 1
+	ip -n "$1" link set dev "$2" up
+}
+
+# Field N of the single peer line of `wg show IF dump`:
+# 3=endpoint 5=latest-handshake 6=rx-bytes 7=tx-bytes.
+nt_peer_field() {
+	nt_wg "$1" show "$2" dump | awk -F'\t' -v n="$3" 'NR == 2 { print $n }'
+}
+
+# nt_wg_stats_ok NS IFNAME: recent handshake and non-zero rx/tx; prints them.
+nt_wg_stats_ok() {
+	local dump hs rx tx now
+	dump=$(nt_wg "$1" show "$2" dump | awk -F'\t' 'NR == 2 { print $5, $6, $7 }') || return 1
+	read -r hs rx tx <<<"$dump"
+	now=$(date +%s)
+	printf '# %s: latest-handshake=%s (%ss ago) rx=%s tx=%s\n' "$2" "${hs:-?}" "$((now - ${hs:-0}))" "${rx:-?}" "${tx:-?}"
+	[[ ${hs:-0} =~ ^[0-9]+$ && ${rx:-0} =~ ^[0-9]+$ && ${tx:-0} =~ ^[0-9]+$ ]] || return 1
+	((hs > 0 && now - hs <= 120 && rx > 0 && tx > 0))
+}
+
+nt_endpoint_is() {
+	local ep
+	ep=$(nt_peer_field "$1" "$2" 3) || return 1
+	[[ $ep == "$3" ]]
+}
+
+nt_ping_ok() {
+	ip netns exec "$1" timeout 5 ping -c 1 -W 2 -q "$2" >/dev/null 2>&1
+}
+
+# nt_wait_ping NS ADDR SECS: the first packets also trigger the handshake.
+nt_wait_ping() { nt_wait_until "$3" nt_ping_ok "$1" "$2"; }
+
+# nt_ping_rtt NS ADDR: average RTT (ms) of 5 pings, empty on failure.
+nt_ping_rtt() {
+	ip netns exec "$1" timeout 10 ping -c 5 -i 0.2 -W 2 -q "$2" 2>/dev/null |
+		awk -F'/' '/^rtt|^round-trip/ { print $5 }'
+}
+
+nt_listening() {
+	ip netns exec "$1" ss -Htln "sport = :$2" 2>/dev/null | grep -q .
+}
+
+# nt_iperf CLIENT_NS SERVER_NS SERVER_ADDR ARGS...: one bounded iperf3 TCP run
+# (server with -1 in SERVER_NS); sets NT_IPERF_MBPS and NT_IPERF_BYTES.
+nt_iperf() {
+	local cns=$1 sns=$2 addr=$3 spid rc=0 json
+	shift 3
+	NT_IPERF_MBPS=
+	NT_IPERF_BYTES=0
+	json="$NT_TMP/iperf3-client.json"
+	ip netns exec "$sns" timeout 150 iperf3 -s -1 -B "$addr" -p "$NT_IPERF_PORT" >>"$NT_TMP/iperf3-server.log" 2>&1 &
+	spid=$!
+	NT_BG_PIDS+=("$spid")
+	nt_wait_until 5 nt_listening "$sns" "$NT_IPERF_PORT" || return 1
+	ip netns exec "$cns" timeout 120 iperf3 -c "$addr" -p "$NT_IPERF_PORT" --connect-timeout 5000 -J "$@" >"$json" 2>>"$NT_TMP/iperf3-client.log" || rc=1
+	nt_stop_pid "$spid"
+	NT_IPERF_BYTES=$(jq -r '.end.sum_received.bytes // 0' "$json" 2>/dev/null) || NT_IPERF_BYTES=0
+	NT_IPERF_MBPS=$(jq -r '.end.sum_received.bits_per_second // 0' "$json" 2>/dev/null |
+		awk '{ printf "%.1f", $1 / 1e6 }') || NT_IPERF_MBPS=
+	[[ $rc -eq 0 && $NT_IPERF_BYTES =~ ^[0-9]+$ && $NT_IPERF_BYTES -gt 0 ]]
+}
