@@ -78,7 +78,10 @@ impl CookieChecker {
         let Some((m1, _)) = mac_offsets(msg.len()) else {
             return false;
         };
-        crypto::ct_eq(&crypto::mac(&self.mac1_key, &[&msg[..m1]]), &msg[m1..m1 + 16])
+        crypto::ct_eq(
+            &crypto::mac(&self.mac1_key, &[&msg[..m1]]),
+            &msg[m1..m1 + 16],
+        )
     }
 
     fn cookie_for(&self, src: SocketAddr) -> [u8; 16] {
@@ -238,11 +241,17 @@ mod tests {
         assert!(checker.check_mac1(&msg));
         assert!(checker.check_mac2(&msg, src, now));
         let other: SocketAddr = "192.0.2.2:1234".parse().unwrap();
-        assert!(!checker.check_mac2(&msg, other, now), "cookie is bound to the source");
+        assert!(
+            !checker.check_mac2(&msg, other, now),
+            "cookie is bound to the source"
+        );
         let later = now + COOKIE_SECRET_MAX_AGE;
         assert!(!checker.check_mac2(&msg, src, later), "secret expired");
         // The initiator stops using its cookie before the responder's secret rotates.
-        state.add_macs(&mut msg, now + COOKIE_SECRET_MAX_AGE - COOKIE_SECRET_LATENCY);
+        state.add_macs(
+            &mut msg,
+            now + COOKIE_SECRET_MAX_AGE - COOKIE_SECRET_LATENCY,
+        );
         assert_eq!(&msg[wire::init::MAC2..], &[0u8; 16]);
     }
 

@@ -68,10 +68,9 @@ pub fn kdf<const N: usize>(key: &[u8; HASH_LEN], input: &[u8]) -> [[u8; HASH_LEN
     let mut out = [[0u8; HASH_LEN]; N];
     let mut prk = Zeroizing::new(hmac(key, &[input]));
     let mut prev: &[u8] = &[];
-    for i in 0..N {
-        let t = hmac(&prk, &[prev, &[i as u8 + 1]]);
-        out[i] = t;
-        prev = &out[i];
+    for (i, slot) in out.iter_mut().enumerate() {
+        *slot = hmac(&prk, &[prev, &[i as u8 + 1]]);
+        prev = slot;
     }
     prk.zeroize();
     out

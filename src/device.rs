@@ -112,9 +112,15 @@ pub enum Verdict {
     Done,
     Drop(DropReason),
     /// Send `buf[..len]` as one UDP datagram to `to`.
-    SendUdp { to: SocketAddr, len: usize },
+    SendUdp {
+        to: SocketAddr,
+        len: usize,
+    },
     /// Write `buf[start..start + len]` to the TUN device.
-    WriteTun { start: usize, len: usize },
+    WriteTun {
+        start: usize,
+        len: usize,
+    },
 }
 
 /// A control message waiting to be built and sent.
@@ -330,7 +336,7 @@ impl Device {
                 *peer.handshake.psk = psk.as_ref().map_or([0; 32], |k| **k);
             }
             if let Some(ep) = change.endpoint {
-                peer.endpoint = Some(ep);
+                peer.endpoint = Some(crate::udp::canonical(ep));
             }
             if let Some(interval) = change.persistent_keepalive {
                 let was_off = peer.timers.keepalive_interval == 0;
@@ -537,9 +543,10 @@ impl Device {
         };
         if !retry {
             peer.timers.handshake_attempts = 0;
-            if peer.last_initiation_sent.is_some_and(|t| {
-                now.saturating_duration_since(t) < crate::timers::REKEY_TIMEOUT
-            }) {
+            if peer
+                .last_initiation_sent
+                .is_some_and(|t| now.saturating_duration_since(t) < crate::timers::REKEY_TIMEOUT)
+            {
                 return;
             }
         }

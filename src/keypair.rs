@@ -8,8 +8,8 @@
 use crate::crypto::SecretKey;
 use crate::noise::SessionKeys;
 use crate::replay::ReplayWindow;
-use crate::timers::{REJECT_AFTER_TIME, REKEY_AFTER_MESSAGES, REKEY_AFTER_TIME};
 use crate::replay::REJECT_AFTER_MESSAGES;
+use crate::timers::{REJECT_AFTER_TIME, REKEY_AFTER_MESSAGES, REKEY_AFTER_TIME};
 use std::time::Instant;
 
 pub struct Keypair {
@@ -176,6 +176,9 @@ mod tests {
         k.send_counter = REJECT_AFTER_MESSAGES;
         assert!(!k.can_send(now));
         let r = kp(2, false, now);
-        assert!(!r.wants_rekey_on_send(now + REKEY_AFTER_TIME), "only the initiator rekeys on age");
+        assert!(
+            !r.wants_rekey_on_send(now + REKEY_AFTER_TIME),
+            "only the initiator rekeys on age"
+        );
     }
 }

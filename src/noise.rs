@@ -199,12 +199,7 @@ impl Handshake {
 
     /// Finishes consuming an initiation whose static key named this peer: ss, {t}, replay and
     /// flood checks. On success the handshake is ready for `create_response`.
-    pub fn consume_initiation(
-        &mut self,
-        start: InitiationStart,
-        msg: &[u8],
-        now: Instant,
-    ) -> bool {
+    pub fn consume_initiation(&mut self, start: InitiationStart, msg: &[u8], now: Instant) -> bool {
         let Some(ss) = self.precomputed_ss.as_ref() else {
             return false;
         };
@@ -401,7 +396,10 @@ mod tests {
     #[test]
     fn initial_chain_is_derived_from_the_protocol_name() {
         let (ck, h) = initial_chain();
-        assert_eq!(ck, crypto::hash(&[b"Noise_IKpsk2_25519_ChaChaPoly_BLAKE2s"]));
+        assert_eq!(
+            ck,
+            crypto::hash(&[b"Noise_IKpsk2_25519_ChaChaPoly_BLAKE2s"])
+        );
         assert_eq!(
             h,
             crypto::hash(&[&ck, b"WireGuard v1 zx2c4 Jason@zx2c4.com"])
@@ -433,7 +431,13 @@ mod tests {
             let (a, b, mut ha, mut hb) = pair(psk);
             let now = Instant::now();
             let mut m1 = [0u8; 148];
-            assert!(ha.create_initiation(&a, Zeroizing::new(clamp([3; 32])), tai64n(1, 0), 11, &mut m1));
+            assert!(ha.create_initiation(
+                &a,
+                Zeroizing::new(clamp([3; 32])),
+                tai64n(1, 0),
+                11,
+                &mut m1
+            ));
             let start = begin_consume_initiation(&b, &m1).unwrap();
             assert_eq!(start.remote_static, a.public);
             assert!(hb.consume_initiation(start, &m1, now));

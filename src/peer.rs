@@ -67,7 +67,11 @@ pub fn base64(data: &[u8]) -> String {
     const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
     for chunk in data.chunks(3) {
-        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
         let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
         for i in 0..4 {
             if i <= chunk.len() {
@@ -127,7 +131,8 @@ mod tests {
         assert_eq!(base64(b"fo"), "Zm8=");
         assert_eq!(base64(b"f"), "Zg==");
         for seed in 0..50u8 {
-            let k: [u8; 32] = core::array::from_fn(|i| (i as u8).wrapping_mul(seed).wrapping_add(seed));
+            let k: [u8; 32] =
+                core::array::from_fn(|i| (i as u8).wrapping_mul(seed).wrapping_add(seed));
             let s = base64(&k);
             assert_eq!(s.len(), 44);
             assert_eq!(key_from_base64(&s), Some(k));

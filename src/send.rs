@@ -138,7 +138,10 @@ impl Device {
         }
         let index = self.new_index(id);
         let ephemeral = crate::crypto::SecretKey::new(crate::crypto::clamp(*self.rng.key()));
-        let wall = self.wall(now).duration_since(UNIX_EPOCH).unwrap_or_default();
+        let wall = self
+            .wall(now)
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
         let stamp = noise::tai64n(wall.as_secs(), wall.subsec_nanos());
         let jitter = self.rng.u32();
         let identity = self.identity.as_ref()?;
@@ -174,7 +177,11 @@ impl Device {
         if !peer.staged.is_empty() {
             return self.build_flush(id, now, buf);
         }
-        let ready = peer.keypairs.current.as_ref().is_some_and(|k| k.can_send(now));
+        let ready = peer
+            .keypairs
+            .current
+            .as_ref()
+            .is_some_and(|k| k.can_send(now));
         if !ready {
             // Like the kernel: a keepalive with no session means "get a session".
             self.request_handshake(id, now, false);
@@ -193,7 +200,11 @@ impl Device {
         buf: &mut [u8],
     ) -> Option<(SocketAddr, usize)> {
         let peer = self.peer_mut(id)?;
-        let ready = peer.keypairs.current.as_ref().is_some_and(|k| k.can_send(now));
+        let ready = peer
+            .keypairs
+            .current
+            .as_ref()
+            .is_some_and(|k| k.can_send(now));
         if !ready {
             if !peer.staged.is_empty() {
                 self.request_handshake(id, now, false);

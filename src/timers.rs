@@ -24,7 +24,8 @@ pub const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Upper bound of the random delay added to handshake timers (a third of a second).
 pub const REKEY_TIMEOUT_JITTER_MAX_MS: u32 = 333;
 /// Retransmissions before giving up: REKEY_ATTEMPT_TIME / REKEY_TIMEOUT.
-pub const MAX_TIMER_HANDSHAKES: u32 = (REKEY_ATTEMPT_TIME.as_secs() / REKEY_TIMEOUT.as_secs()) as u32;
+pub const MAX_TIMER_HANDSHAKES: u32 =
+    (REKEY_ATTEMPT_TIME.as_secs() / REKEY_TIMEOUT.as_secs()) as u32;
 
 /// Which timers expired for a peer, in the order they should be handled.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -158,7 +159,11 @@ mod tests {
         t.data_sent(t0, 0);
         assert_eq!(t.new_handshake, Some(t0 + Duration::from_secs(15)));
         t.data_sent(t0 + Duration::from_secs(3), 0);
-        assert_eq!(t.new_handshake, Some(t0 + Duration::from_secs(15)), "not pushed back");
+        assert_eq!(
+            t.new_handshake,
+            Some(t0 + Duration::from_secs(15)),
+            "not pushed back"
+        );
         t.any_authenticated_packet_received();
         assert_eq!(t.new_handshake, None);
         t.data_received(t0);

@@ -72,7 +72,7 @@ pub fn classify(msg: &[u8]) -> Option<Kind> {
         (MSG_INITIATION, INITIATION_LEN) => Some(Kind::Initiation),
         (MSG_RESPONSE, RESPONSE_LEN) => Some(Kind::Response),
         (MSG_COOKIE_REPLY, COOKIE_REPLY_LEN) => Some(Kind::CookieReply),
-        (MSG_DATA, n) if n >= DATA_MIN_LEN && n <= MAX_DATAGRAM => Some(Kind::Data),
+        (MSG_DATA, n) if (DATA_MIN_LEN..=MAX_DATAGRAM).contains(&n) => Some(Kind::Data),
         _ => None,
     }
 }
@@ -206,7 +206,10 @@ mod tests {
         v4[12..16].copy_from_slice(&[10, 0, 0, 1]);
         v4[16..20].copy_from_slice(&[10, 0, 0, 2]);
         let ip = inner_ip(&v4).unwrap();
-        assert_eq!((ip.src, ip.dst, ip.len), (&[10, 0, 0, 1][..], &[10, 0, 0, 2][..], 24));
+        assert_eq!(
+            (ip.src, ip.dst, ip.len),
+            (&[10, 0, 0, 1][..], &[10, 0, 0, 2][..], 24)
+        );
         v4[3] = 29;
         assert_eq!(inner_ip(&v4), None);
         let mut v6 = [0u8; 48];

@@ -1,0 +1,468 @@
+//! The only async code: one task on one thread waits for TUN, UDP, the UAPI socket, signals
+//! and the next protocol deadline, then drains each ready source in bounded batches and does
+//! every step of every packet itself. There are no queues between threads because there is
+//! only one thread doing work (async-io's idle "async-io" helper thread never runs ours).
+
+use crate::device::{Device, Verdict};
+use crate::log;
+use crate::tun::Tun;
+use crate::uapi::{self, Request};
+use crate::udp::{self, UdpPair};
+use crate::wire::HEADROOM;
+use async_io::{Async, Timer};
+use futures_lite::{future, Stream};
+use std::future::Future;
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, UdpSocket};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::pin::Pin;
+use std::task::Poll;
+use std::time::{Duration, Instant};
+use zeroize::Zeroize;
+
+/// Packets taken from one source before looking at the others (fairness bound).
+const BATCH: usize = 64;
+/// One buffer holds any datagram or TUN packet plus headroom and tag space.
+const BUF_LEN: usize = 65536 + 64;
+const MAX_CLIENTS: usize = 16;
+/// A UAPI client that sends nothing for this long is disconnected.
+const CLIENT_IDLE: Duration = Duration::from_secs(10);
+
+struct Client {
+    stream: Async<UnixStream>,
+    inbuf: Vec<u8>,
+    outbuf: Vec<u8>,
+    last_active: Instant,
+    /// Close once `outbuf` is written (EOF seen or a framing error).
+    closing: bool,
+}
+
+pub struct Io {
+    tun: Async<Tun>,
+    udp4: Async<UdpSocket>,
+    udp6: Option<Async<UdpSocket>>,
+    uapi: Async<UnixListener>,
+    clients: Vec<Client>,
+    timer: Timer,
+    timer_at: Option<Instant>,
+    signals: async_signal::Signals,
+}
+
+#[derive(Clone, Copy, Default)]
+struct Ready {
+    tun: bool,
+    udp4: bool,
+    udp6: bool,
+    uapi: bool,
+    clients: bool,
+    timer: bool,
+    signal: bool,
+}
+
+impl Ready {
+    fn any(&self) -> bool {
+        self.tun || self.udp4 || self.udp6 || self.uapi || self.clients || self.timer || self.signal
+    }
+
+    fn or(self, o: Ready) -> Ready {
+        Ready {
+            tun: self.tun || o.tun,
+            udp4: self.udp4 || o.udp4,
+            udp6: self.udp6 || o.udp6,
+            uapi: self.uapi || o.uapi,
+            clients: self.clients || o.clients,
+            timer: self.timer || o.timer,
+            signal: self.signal || o.signal,
+        }
+    }
+}
+
+/// Why the loop ended.
+pub enum Exit {
+    Signal,
+    InterfaceGone(io::Error),
+}
+
+impl Io {
+    pub fn new(tun: Tun, udp: UdpPair, uapi: UnixListener) -> io::Result<Io> {
+        use async_signal::{Signal, Signals};
+        Ok(Io {
+            tun: Async::new(tun)?,
+            udp4: Async::new(udp.v4)?,
+            udp6: udp.v6.map(Async::new).transpose()?,
+            uapi: Async::new(uapi)?,
+            clients: Vec::new(),
+            timer: Timer::never(),
+            timer_at: None,
+            signals: Signals::new([Signal::Term, Signal::Int])?,
+        })
+    }
+
+    fn set_udp(&mut self, udp: UdpPair) -> io::Result<()> {
+        self.udp4 = Async::new(udp.v4)?;
+        self.udp6 = udp.v6.map(Async::new).transpose()?;
+        Ok(())
+    }
+
+    /// Waits until at least one source is ready (or, with `once`, checks without waiting).
+    async fn wait(&mut self) -> Ready {
+        future::poll_fn(|cx| {
+            let mut r = Ready {
+                tun: self.tun.poll_readable(cx).is_ready(),
+                udp4: self.udp4.poll_readable(cx).is_ready(),
+                udp6: self
+                    .udp6
+                    .as_ref()
+                    .is_some_and(|s| s.poll_readable(cx).is_ready()),
+                uapi: self.uapi.poll_readable(cx).is_ready(),
+                ..Ready::default()
+            };
+            for c in &self.clients {
+                let wants_write = !c.outbuf.is_empty();
+                if c.stream.poll_readable(cx).is_ready()
+                    || (wants_write && c.stream.poll_writable(cx).is_ready())
+                {
+                    r.clients = true;
+                }
+            }
+            if self.timer_at.is_some() && Pin::new(&mut self.timer).poll(cx).is_ready() {
+                self.timer_at = None;
+                r.timer = true;
+            }
+            if Pin::new(&mut self.signals).poll_next(cx).is_ready() {
+                r.signal = true;
+            }
+            if r.any() {
+                Poll::Ready(r)
+            } else {
+                Poll::Pending
+            }
+        })
+        .await
+    }
+
+    fn send_udp(&self, to: SocketAddr, data: &[u8]) {
+        let to = udp::canonical(to);
+        let sock = match (to, &self.udp6) {
+            (SocketAddr::V4(_), _) => &self.udp4,
+            (SocketAddr::V6(_), Some(s)) => s,
+            (SocketAddr::V6(_), None) => return,
+        };
+        if let Err(e) = sock.get_ref().send_to(data, to) {
+            // A full socket buffer or an unreachable network drops the packet, like a link would.
+            if e.kind() != io::ErrorKind::WouldBlock {
+                log::verbose(format_args!("send to {to} failed: {e}"));
+            }
+        }
+    }
+
+    fn write_tun(&self, data: &[u8]) {
+        if let Err(e) = self.tun.get_ref().file().write(data) {
+            if e.kind() != io::ErrorKind::WouldBlock {
+                log::verbose(format_args!("TUN write failed: {e}"));
+            }
+        }
+    }
+
+    fn flush_outputs(&self, dev: &mut Device, buf: &mut [u8]) {
+        let now = Instant::now();
+        while let Some((to, len)) = dev.poll_output(now, buf) {
+            self.send_udp(to, &buf[..len]);
+        }
+    }
+
+    /// Reads up to BATCH packets from the TUN device; true if more may be waiting.
+    fn drain_tun(&self, dev: &mut Device, buf: &mut [u8]) -> Result<bool, io::Error> {
+        let now = Instant::now();
+        for _ in 0..BATCH {
+            let n = match self
+                .tun
+                .get_ref()
+                .file()
+                .read(&mut buf[HEADROOM..BUF_LEN - 64])
+            {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if let Verdict::SendUdp { to, len } = dev.encapsulate(now, buf, n) {
+                self.send_udp(to, &buf[..len]);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Reads up to BATCH datagrams; true if more may be waiting.
+    fn drain_udp(&self, v6: bool, dev: &mut Device, buf: &mut [u8]) -> bool {
+        let sock = if v6 {
+            match &self.udp6 {
+                Some(s) => s,
+                None => return false,
+            }
+        } else {
+            &self.udp4
+        };
+        let now = Instant::now();
+        for _ in 0..BATCH {
+            let (n, from) = match sock.get_ref().recv_from(buf) {
+                Ok(r) => r,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    log::verbose(format_args!("UDP receive failed: {e}"));
+                    return false;
+                }
+            };
+            match dev.decapsulate(now, from, buf, n) {
+                Verdict::WriteTun { start, len } => self.write_tun(&buf[start..start + len]),
+                Verdict::SendUdp { to, len } => self.send_udp(to, &buf[..len]),
+                Verdict::Done | Verdict::Drop(_) => {}
+            }
+        }
+        true
+    }
+
+    fn accept_clients(&mut self) {
+        loop {
+            match self.uapi.get_ref().accept() {
+                Ok((stream, _)) => {
+                    let Ok(stream) = Async::new(stream) else {
+                        continue;
+                    };
+                    if self.clients.len() >= MAX_CLIENTS {
+                        // Evict the longest-idle client so a connection flood cannot lock
+                        // out `wg`.
+                        if let Some(i) =
+                            (0..self.clients.len()).min_by_key(|&i| self.clients[i].last_active)
+                        {
+                            let mut c = self.clients.swap_remove(i);
+                            c.outbuf.zeroize();
+                        }
+                    }
+                    self.clients.push(Client {
+                        stream,
+                        inbuf: Vec::new(),
+                        outbuf: Vec::new(),
+                        last_active: Instant::now(),
+                        closing: false,
+                    });
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => return,
+            }
+        }
+    }
+
+    fn service_clients(&mut self, dev: &mut Device, buf: &mut [u8]) {
+        let now = Instant::now();
+        let mut i = 0;
+        while i < self.clients.len() {
+            let keep = self.service_client(i, dev, buf, now);
+            if keep {
+                i += 1;
+            } else {
+                let mut c = self.clients.swap_remove(i);
+                c.outbuf.zeroize();
+                c.inbuf.zeroize();
+            }
+        }
+    }
+
+    /// Reads, answers and writes for one client; false when it should be closed.
+    fn service_client(&mut self, i: usize, dev: &mut Device, buf: &mut [u8], now: Instant) -> bool {
+        let mut got_input = false;
+        {
+            let c = &mut self.clients[i];
+            loop {
+                match c.stream.get_ref().read(&mut buf[..65536]) {
+                    Ok(0) => {
+                        c.closing = true;
+                        break;
+                    }
+                    Ok(n) => {
+                        got_input = true;
+                        c.inbuf.extend_from_slice(&buf[..n]);
+                        buf[..n].zeroize();
+                        if c.inbuf.len() > uapi::MAX_REQUEST_BYTES {
+                            break; // parse_request reports it as too large
+                        }
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(_) => return false,
+                }
+            }
+            if got_input {
+                c.last_active = now;
+            }
+        }
+        loop {
+            let parsed = uapi::parse_request(&self.clients[i].inbuf);
+            let (consumed, errno, fatal) = match parsed {
+                Ok(None) => break,
+                Ok(Some((req, consumed))) => {
+                    (consumed, self.handle_request(req, i, dev, buf), false)
+                }
+                Err((e, consumed)) => {
+                    log::verbose(format_args!("UAPI request refused: {e}"));
+                    (consumed, Some(e.errno), true)
+                }
+            };
+            let c = &mut self.clients[i];
+            c.inbuf[..consumed].zeroize();
+            c.inbuf.drain(..consumed);
+            if let Some(errno) = errno {
+                uapi::write_errno(&mut c.outbuf, errno);
+            }
+            if fatal {
+                c.closing = true;
+                c.inbuf.zeroize();
+                break;
+            }
+        }
+        let c = &mut self.clients[i];
+        while !c.outbuf.is_empty() {
+            match c.stream.get_ref().write(&c.outbuf) {
+                Ok(0) => return false,
+                Ok(n) => {
+                    c.outbuf[..n].zeroize();
+                    c.outbuf.drain(..n);
+                    c.last_active = now;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => return false,
+            }
+        }
+        if c.outbuf.is_empty() && c.closing {
+            return false;
+        }
+        now.saturating_duration_since(c.last_active) < CLIENT_IDLE
+    }
+
+    /// Answers one request. Returns the errno to send for `set` (get writes its own reply).
+    fn handle_request(
+        &mut self,
+        req: Request,
+        i: usize,
+        dev: &mut Device,
+        buf: &mut [u8],
+    ) -> Option<i32> {
+        match req {
+            Request::Get => {
+                let info = dev.info();
+                uapi::write_get_reply(&mut self.clients[i].outbuf, &info);
+                None
+            }
+            Request::Set(mut req) => {
+                let now = Instant::now();
+                let mark = req.fwmark.unwrap_or(dev.fwmark);
+                let mut rebound = false;
+                if let Some(port) = req.listen_port.filter(|&p| p != dev.listen_port) {
+                    // Bind first: if the port is taken, the whole request fails unapplied.
+                    match udp::bind(port, mark) {
+                        Ok(pair) => {
+                            req.listen_port = Some(pair.port);
+                            if let Err(e) = self.set_udp(pair) {
+                                log::error(format_args!("cannot use new UDP sockets: {e}"));
+                                return Some(e.raw_os_error().unwrap_or(libc::EIO));
+                            }
+                            rebound = true;
+                        }
+                        Err(e) => {
+                            log::error(format_args!("cannot listen on port {port}: {e}"));
+                            return Some(e.raw_os_error().unwrap_or(libc::EADDRINUSE));
+                        }
+                    }
+                }
+                let applied = dev.apply(&req, now);
+                if applied.fwmark_changed && !rebound {
+                    for s in std::iter::once(&self.udp4).chain(self.udp6.as_ref()) {
+                        if let Err(e) = udp::set_mark(s.get_ref(), dev.fwmark) {
+                            log::error(format_args!("cannot set fwmark: {e}"));
+                        }
+                    }
+                }
+                if rebound {
+                    log::info(format_args!("listening on port {}", dev.listen_port));
+                }
+                self.flush_outputs(dev, buf);
+                Some(0)
+            }
+        }
+    }
+
+    fn arm_timer(&mut self, dev: &Device) {
+        let client_deadline = self
+            .clients
+            .iter()
+            .map(|c| c.last_active + CLIENT_IDLE)
+            .min();
+        let next = match (dev.next_deadline(), client_deadline) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        if next != self.timer_at {
+            match next {
+                Some(t) => self.timer.set_at(t),
+                None => self.timer = Timer::never(),
+            }
+            self.timer_at = next;
+        }
+    }
+
+    /// Runs until a signal or until the interface disappears.
+    pub fn run(&mut self, dev: &mut Device) -> Exit {
+        let mut buf = vec![0u8; BUF_LEN];
+        async_io::block_on(async {
+            // First pass looks at everything; later passes only at what woke us, plus sources
+            // that still had packets when their batch ran out.
+            let mut again = Ready {
+                tun: true,
+                udp4: true,
+                udp6: true,
+                uapi: true,
+                clients: true,
+                timer: true,
+                signal: false,
+            };
+            loop {
+                let ready = if again.any() {
+                    future::poll_once(self.wait())
+                        .await
+                        .unwrap_or_default()
+                        .or(again)
+                } else {
+                    self.wait().await
+                };
+                again = Ready::default();
+                if ready.signal {
+                    return Exit::Signal;
+                }
+                if ready.tun {
+                    match self.drain_tun(dev, &mut buf) {
+                        Ok(more) => again.tun = more,
+                        Err(e) => return Exit::InterfaceGone(e),
+                    }
+                }
+                if ready.udp4 {
+                    again.udp4 = self.drain_udp(false, dev, &mut buf);
+                }
+                if ready.udp6 {
+                    again.udp6 = self.drain_udp(true, dev, &mut buf);
+                }
+                self.flush_outputs(dev, &mut buf);
+                if ready.uapi {
+                    self.accept_clients();
+                }
+                if ready.clients || ready.uapi || ready.timer {
+                    self.service_clients(dev, &mut buf);
+                }
+                dev.update_timers(Instant::now());
+                self.flush_outputs(dev, &mut buf);
+                self.arm_timer(dev);
+            }
+        })
+    }
+}

@@ -1,0 +1,205 @@
+//! `solowg [-f|--foreground] <ifname>`: the same command line as wireguard-go, so `wg-quick`
+//! and scripts can start it through WG_QUICK_USERSPACE_IMPLEMENTATION.
+
+use solowg::crypto::Rng;
+use solowg::device::Device;
+use solowg::event_loop::{Exit, Io};
+use solowg::log;
+use solowg::tun::Tun;
+use solowg::udp;
+use std::io::{self, BufRead, BufReader, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Instant, SystemTime};
+
+const SOCKET_DIR: &str = "/var/run/wireguard";
+const DEFAULT_MTU: u32 = 1420;
+/// Set in the environment of the background child so it reports readiness on stdout.
+const NOTIFY_ENV: &str = "SOLOWG_NOTIFY_PARENT";
+
+const USAGE: &str = "\
+Usage: solowg [-f|--foreground] <interface-name>
+       solowg --version | --help
+
+Creates the TUN interface and serves the WireGuard userspace API on
+/var/run/wireguard/<interface-name>.sock; configure it with wg(8) or wg-quick(8).
+Without -f it detaches once the interface is ready.
+
+Environment:
+  LOG_LEVEL=verbose|error|silent   how much to log to stderr (default: info)
+  WG_PROCESS_FOREGROUND=1          same as -f
+";
+
+struct Args {
+    foreground: bool,
+    ifname: String,
+}
+
+fn parse_args() -> Result<Option<Args>, String> {
+    let mut foreground = std::env::var("WG_PROCESS_FOREGROUND").is_ok_and(|v| v == "1");
+    let mut ifname = None;
+    for a in std::env::args().skip(1) {
+        match a.as_str() {
+            "-f" | "--foreground" => foreground = true,
+            "-h" | "--help" => {
+                print!("{USAGE}");
+                return Ok(None);
+            }
+            "-v" | "--version" => {
+                println!("solowg v{}", env!("CARGO_PKG_VERSION"));
+                return Ok(None);
+            }
+            s if s.starts_with('-') => return Err(format!("unknown option '{s}'")),
+            s if ifname.is_none() => ifname = Some(s.to_string()),
+            s => return Err(format!("unexpected argument '{s}'")),
+        }
+    }
+    let ifname = ifname.ok_or("missing interface name")?;
+    Ok(Some(Args { foreground, ifname }))
+}
+
+fn socket_path(ifname: &str) -> PathBuf {
+    PathBuf::from(SOCKET_DIR).join(format!("{ifname}.sock"))
+}
+
+/// Binds the UAPI socket, refusing if a live daemon already answers on it.
+fn open_uapi(ifname: &str) -> io::Result<UnixListener> {
+    let dir = PathBuf::from(SOCKET_DIR);
+    if !dir.exists() {
+        std::fs::create_dir_all(&dir)?;
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))?;
+    }
+    let path = socket_path(ifname);
+    if UnixStream::connect(&path).is_ok() {
+        return Err(io::Error::new(
+            io::ErrorKind::AddrInUse,
+            format!("{} is served by another process", path.display()),
+        ));
+    }
+    let _ = std::fs::remove_file(&path); // stale socket of a dead daemon
+    let listener = UnixListener::bind(&path)?;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
+    Ok(listener)
+}
+
+fn setup(ifname: &str) -> Result<(Io, Device), String> {
+    let tun =
+        Tun::create(ifname, DEFAULT_MTU).map_err(|e| format!("cannot create TUN {ifname}: {e}"))?;
+    let mtu = tun.mtu().unwrap_or(DEFAULT_MTU);
+    let udp = udp::bind(0, 0).map_err(|e| format!("cannot open UDP sockets: {e}"))?;
+    let port = udp.port;
+    let uapi = open_uapi(ifname).map_err(|e| format!("cannot open UAPI socket: {e}"))?;
+    let io = Io::new(tun, udp, uapi).map_err(|e| format!("cannot start event loop: {e}"))?;
+    let rng = Rng::from_os().map_err(|e| format!("no randomness: {e}"))?;
+    let mut dev = Device::new(Instant::now(), SystemTime::now(), rng);
+    dev.listen_port = port;
+    dev.mtu = mtu as usize;
+    Ok((io, dev))
+}
+
+/// Background mode: run ourselves in the foreground as a detached child and return once it
+/// says the interface is ready (or relay its error).
+fn spawn_background(ifname: &str) -> ExitCode {
+    let exe = match std::env::current_exe() {
+        Ok(p) => p,
+        Err(e) => {
+            log::error(format_args!("cannot find own executable: {e}"));
+            return ExitCode::FAILURE;
+        }
+    };
+    let keep_stderr = std::env::var_os("LOG_LEVEL").is_some();
+    let child = Command::new(exe)
+        .arg("-f")
+        .arg(ifname)
+        .env(NOTIFY_ENV, "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(if keep_stderr {
+            Stdio::inherit()
+        } else {
+            Stdio::null()
+        })
+        .process_group(0) // not killed by the terminal's Ctrl-C aimed at our caller
+        .spawn();
+    let mut child = match child {
+        Ok(c) => c,
+        Err(e) => {
+            log::error(format_args!("cannot start background process: {e}"));
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut line = String::new();
+    let stdout = child.stdout.take().map(BufReader::new);
+    if let Some(mut out) = stdout {
+        let _ = out.read_line(&mut line);
+    }
+    match line.trim_end().split_once(' ') {
+        _ if line.trim_end() == "ready" => ExitCode::SUCCESS,
+        Some(("error", msg)) => {
+            log::error(format_args!("{msg}"));
+            let _ = child.wait();
+            ExitCode::FAILURE
+        }
+        _ => {
+            log::error(format_args!("background process exited during setup"));
+            let _ = child.wait();
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    match std::env::var("LOG_LEVEL").as_deref() {
+        Ok("verbose") | Ok("debug") => log::set_level(log::VERBOSE),
+        Ok("error") => log::set_level(log::ERROR),
+        Ok("silent") => log::set_level(log::SILENT),
+        _ => {}
+    }
+    let args = match parse_args() {
+        Ok(Some(a)) => a,
+        Ok(None) => return ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("solowg: {e}\n\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    if !args.foreground {
+        return spawn_background(&args.ifname);
+    }
+    let notify = std::env::var_os(NOTIFY_ENV).is_some();
+    let (mut io, mut dev) = match setup(&args.ifname) {
+        Ok(x) => x,
+        Err(e) => {
+            if notify {
+                println!("error {e}");
+            } else {
+                log::error(format_args!("{e}"));
+            }
+            return ExitCode::FAILURE;
+        }
+    };
+    log::info(format_args!(
+        "{} up: UAPI on {}, UDP port {}, MTU {}",
+        args.ifname,
+        socket_path(&args.ifname).display(),
+        dev.listen_port,
+        dev.mtu
+    ));
+    if notify {
+        println!("ready");
+        let _ = io::stdout().flush();
+    }
+    let exit = io.run(&mut dev);
+    let _ = std::fs::remove_file(socket_path(&args.ifname));
+    match exit {
+        Exit::Signal => log::info(format_args!("{}: shutting down", args.ifname)),
+        Exit::InterfaceGone(e) => log::info(format_args!(
+            "{}: interface gone ({e}), exiting",
+            args.ifname
+        )),
+    }
+    ExitCode::SUCCESS
+}
