@@ -5,6 +5,7 @@
 
 use crate::device::{Device, Verdict};
 use crate::log;
+use crate::netlink::{LinkEvent, LinkMonitor};
 use crate::tun::Tun;
 use crate::uapi::{self, Request};
 use crate::udp::{self, UdpPair};
@@ -46,6 +47,8 @@ pub struct Io {
     timer: Timer,
     timer_at: Option<Instant>,
     signals: async_signal::Signals,
+    link: Async<LinkMonitor>,
+    ifname: String,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -57,11 +60,19 @@ struct Ready {
     clients: bool,
     timer: bool,
     signal: bool,
+    link: bool,
 }
 
 impl Ready {
     fn any(&self) -> bool {
-        self.tun || self.udp4 || self.udp6 || self.uapi || self.clients || self.timer || self.signal
+        self.tun
+            || self.udp4
+            || self.udp6
+            || self.uapi
+            || self.clients
+            || self.timer
+            || self.signal
+            || self.link
     }
 
     fn or(self, o: Ready) -> Ready {
@@ -73,6 +84,7 @@ impl Ready {
             clients: self.clients || o.clients,
             timer: self.timer || o.timer,
             signal: self.signal || o.signal,
+            link: self.link || o.link,
         }
     }
 }
@@ -86,7 +98,11 @@ pub enum Exit {
 impl Io {
     pub fn new(tun: Tun, udp: UdpPair, uapi: UnixListener) -> io::Result<Io> {
         use async_signal::{Signal, Signals};
+        let ifname = tun.name().to_string();
+        let link = Async::new(LinkMonitor::new(&ifname)?)?;
         Ok(Io {
+            link,
+            ifname,
             tun: Async::new(tun)?,
             udp4: Async::new(udp.v4)?,
             udp6: udp.v6.map(Async::new).transpose()?,
@@ -115,6 +131,7 @@ impl Io {
                     .as_ref()
                     .is_some_and(|s| s.poll_readable(cx).is_ready()),
                 uapi: self.uapi.poll_readable(cx).is_ready(),
+                link: self.link.poll_readable(cx).is_ready(),
                 ..Ready::default()
             };
             for c in &self.clients {
@@ -393,6 +410,30 @@ impl Io {
         }
     }
 
+    /// Follows our link's notifications; an error means the interface is gone.
+    fn check_link(&self, dev: &mut Device, buf: &mut [u8]) -> Result<(), io::Error> {
+        let mut events = Vec::new();
+        if let Err(e) = self.link.get_ref().drain(buf, &mut events) {
+            // Missed notifications (ENOBUFS): ask directly whether the link still exists.
+            if crate::netlink::ifindex(&self.ifname) != Some(self.link.get_ref().ifindex()) {
+                return Err(e);
+            }
+        }
+        for ev in events {
+            match ev {
+                LinkEvent::Deleted => {
+                    return Err(io::Error::new(io::ErrorKind::NotFound, "link deleted"))
+                }
+                LinkEvent::Mtu(mtu) if mtu as usize != dev.mtu => {
+                    log::verbose(format_args!("{}: MTU now {mtu}", self.ifname));
+                    dev.mtu = mtu as usize;
+                }
+                LinkEvent::Mtu(_) => {}
+            }
+        }
+        Ok(())
+    }
+
     fn arm_timer(&mut self, dev: &Device) {
         let client_deadline = self
             .clients
@@ -426,6 +467,7 @@ impl Io {
                 clients: true,
                 timer: true,
                 signal: false,
+                link: true,
             };
             loop {
                 let ready = if again.any() {
@@ -439,6 +481,11 @@ impl Io {
                 again = Ready::default();
                 if ready.signal {
                     return Exit::Signal;
+                }
+                if ready.link {
+                    if let Err(e) = self.check_link(dev, &mut buf) {
+                        return Exit::InterfaceGone(e);
+                    }
                 }
                 if ready.tun {
                     match self.drain_tun(dev, &mut buf) {

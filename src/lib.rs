@@ -10,6 +10,7 @@ pub mod device;
 pub mod event_loop;
 pub mod keypair;
 pub mod log;
+pub mod netlink;
 pub mod noise;
 pub mod peer;
 pub mod ratelimiter;

@@ -1,0 +1,197 @@
+//! Link events from rtnetlink: we exit when our interface is deleted (what `wg-quick down`
+//! and `ip link del` rely on) and follow MTU changes so padding never exceeds the MTU.
+#![allow(unsafe_code)] // socket(2)/bind(2) for AF_NETLINK, if_nametoindex(3)
+
+use std::ffi::CString;
+use std::fs::File;
+use std::io::{self, Read};
+use std::os::fd::{AsFd, BorrowedFd, FromRawFd, OwnedFd};
+
+const RTM_NEWLINK: u16 = 16;
+const RTM_DELLINK: u16 = 17;
+const IFLA_MTU: u16 = 4;
+const NLMSG_HDR: usize = 16;
+const IFINFO_LEN: usize = 16;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LinkEvent {
+    Deleted,
+    Mtu(u32),
+}
+
+pub struct LinkMonitor {
+    file: File,
+    ifindex: i32,
+}
+
+pub fn ifindex(name: &str) -> Option<i32> {
+    let c = CString::new(name).ok()?;
+    // SAFETY: c is a valid NUL-terminated string for the duration of the call.
+    let i = unsafe { libc::if_nametoindex(c.as_ptr()) };
+    (i != 0).then_some(i as i32)
+}
+
+impl LinkMonitor {
+    pub fn new(ifname: &str) -> io::Result<LinkMonitor> {
+        let ifindex = ifindex(ifname).ok_or_else(io::Error::last_os_error)?;
+        // SAFETY: plain socket(2); ownership goes to OwnedFd right away.
+        let fd = unsafe {
+            libc::socket(
+                libc::AF_NETLINK,
+                libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+                libc::NETLINK_ROUTE,
+            )
+        };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: fd is a fresh socket nobody else owns.
+        let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+        // SAFETY: sockaddr_nl is plain data; all-zero is valid before we fill it.
+        let mut addr: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
+        addr.nl_family = libc::AF_NETLINK as libc::sa_family_t;
+        addr.nl_groups = libc::RTMGRP_LINK as u32;
+        // SAFETY: addr is a valid sockaddr_nl of the size we pass.
+        let rc = unsafe {
+            libc::bind(
+                fd,
+                &addr as *const libc::sockaddr_nl as *const libc::sockaddr,
+                std::mem::size_of::<libc::sockaddr_nl>() as libc::socklen_t,
+            )
+        };
+        if rc < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(LinkMonitor {
+            file: File::from(owned),
+            ifindex,
+        })
+    }
+
+    /// Reads every pending notification; returns the events about our interface.
+    pub fn drain(&self, buf: &mut [u8], out: &mut Vec<LinkEvent>) -> io::Result<()> {
+        loop {
+            match (&self.file).read(buf) {
+                Ok(0) => return Ok(()),
+                Ok(n) => parse(&buf[..n], self.ifindex, out),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                // ENOBUFS: we missed events; the caller re-checks the link by name.
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    pub fn ifindex(&self) -> i32 {
+        self.ifindex
+    }
+}
+
+impl AsFd for LinkMonitor {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.file.as_fd()
+    }
+}
+
+fn ne_u16(b: &[u8], at: usize) -> Option<u16> {
+    Some(u16::from_ne_bytes(b.get(at..at + 2)?.try_into().ok()?))
+}
+
+fn ne_u32(b: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_ne_bytes(b.get(at..at + 4)?.try_into().ok()?))
+}
+
+/// Walks netlink messages (native byte order, 4-byte aligned) and their link attributes.
+pub fn parse(mut b: &[u8], ifindex: i32, out: &mut Vec<LinkEvent>) {
+    while b.len() >= NLMSG_HDR {
+        let Some(len) = ne_u32(b, 0).map(|l| l as usize) else {
+            return;
+        };
+        if len < NLMSG_HDR || len > b.len() {
+            return;
+        }
+        let msg = &b[..len];
+        let kind = ne_u16(msg, 4).unwrap_or(0);
+        let body = &msg[NLMSG_HDR..];
+        if (kind == RTM_NEWLINK || kind == RTM_DELLINK) && body.len() >= IFINFO_LEN {
+            let index = ne_u32(body, 4).unwrap_or(0) as i32;
+            if index == ifindex {
+                if kind == RTM_DELLINK {
+                    out.push(LinkEvent::Deleted);
+                } else {
+                    let mut attrs = &body[IFINFO_LEN..];
+                    while attrs.len() >= 4 {
+                        let alen = ne_u16(attrs, 0).unwrap_or(0) as usize;
+                        let atype = ne_u16(attrs, 2).unwrap_or(0) & 0x3fff;
+                        if alen < 4 || alen > attrs.len() {
+                            break;
+                        }
+                        if atype == IFLA_MTU {
+                            if let Some(mtu) = ne_u32(attrs, 4) {
+                                out.push(LinkEvent::Mtu(mtu));
+                            }
+                        }
+                        let step = (alen + 3) & !3;
+                        attrs = attrs.get(step..).unwrap_or(&[]);
+                    }
+                }
+            }
+        }
+        let step = (len + 3) & !3;
+        b = b.get(step..).unwrap_or(&[]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msg(kind: u16, index: i32, attrs: &[(u16, &[u8])]) -> Vec<u8> {
+        let mut body = vec![0u8; IFINFO_LEN];
+        body[4..8].copy_from_slice(&index.to_ne_bytes());
+        for (t, v) in attrs {
+            let l = 4 + v.len();
+            body.extend_from_slice(&(l as u16).to_ne_bytes());
+            body.extend_from_slice(&t.to_ne_bytes());
+            body.extend_from_slice(v);
+            while body.len() % 4 != 0 {
+                body.push(0);
+            }
+        }
+        let mut m = Vec::new();
+        m.extend_from_slice(&((NLMSG_HDR + body.len()) as u32).to_ne_bytes());
+        m.extend_from_slice(&kind.to_ne_bytes());
+        m.extend_from_slice(&[0u8; 10]);
+        m.extend_from_slice(&body);
+        m
+    }
+
+    #[test]
+    fn parses_our_link_events_only() {
+        let mut b = msg(
+            RTM_NEWLINK,
+            7,
+            &[(3, b"wg0\0"), (IFLA_MTU, &1380u32.to_ne_bytes())],
+        );
+        b.extend(msg(RTM_DELLINK, 8, &[]));
+        b.extend(msg(RTM_DELLINK, 7, &[]));
+        let mut out = Vec::new();
+        parse(&b, 7, &mut out);
+        assert_eq!(out, vec![LinkEvent::Mtu(1380), LinkEvent::Deleted]);
+    }
+
+    #[test]
+    fn truncated_input_is_ignored() {
+        let b = msg(RTM_NEWLINK, 7, &[(IFLA_MTU, &1380u32.to_ne_bytes())]);
+        for n in 0..b.len() {
+            let mut out = Vec::new();
+            parse(&b[..n], 7, &mut out);
+            assert!(out.is_empty());
+        }
+        let mut bad = b.clone();
+        bad[NLMSG_HDR + IFINFO_LEN] = 200; // attribute longer than the message
+        let mut out = Vec::new();
+        parse(&bad, 7, &mut out);
+        assert!(out.is_empty());
+    }
+}
