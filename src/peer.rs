@@ -27,7 +27,8 @@ pub struct Peer {
     pub tx_bytes: u64,
     /// When the latest handshake completed (monotonic).
     pub last_handshake: Option<Instant>,
-    /// When we last sent an initiation, to send at most one per REKEY_TIMEOUT.
+    /// When we last sent an initiation or a response, to send at most one initiation per
+    /// REKEY_TIMEOUT.
     pub last_initiation_sent: Option<Instant>,
     /// Set once we started a handshake because the current session is about to expire.
     pub sent_lastminute_handshake: bool,

@@ -115,6 +115,9 @@ impl Device {
             .keypairs
             .insert(crate::keypair::Keypair::new(keys, now));
         peer.endpoint = Some(src);
+        // A response counts as a sent handshake (as in the kernel): until the initiator
+        // confirms the keys, our own packets wait instead of starting a crossing handshake.
+        peer.last_initiation_sent = Some(now);
         peer.rx_bytes += len as u64;
         peer.tx_bytes += resp.len() as u64;
         peer.timers.any_authenticated_packet_received();

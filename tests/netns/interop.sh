@@ -15,7 +15,7 @@
 set -euo pipefail
 
 here=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
-# shellcheck source=lib.sh
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$here/lib.sh"
 
 if [[ $# -ne 2 ]]; then
@@ -83,6 +83,39 @@ wg_stats_checks() {
 	fi
 }
 
+# Bytes that went through the tunnel A->B, from a side whose counters we trust.
+tunnel_bytes_a_to_b() {
+	if nt_has_faithful_uapi "$B"; then
+		nt_peer_field "$NT_NS_B" "$NT_IF_B" 6
+	elif nt_has_faithful_uapi "$A"; then
+		nt_peer_field "$NT_NS_A" "$NT_IF_A" 7
+	else
+		echo -1
+	fi
+}
+tunnel_bytes_at_least() {
+	local n
+	n=$(tunnel_bytes_a_to_b) || return 1
+	((n < 0 || n >= $1))
+}
+
+# iperf3 TCP bulk transfer A->B: all IPERF_SIZE bytes sent, and the tunnel's
+# own counters (when trustworthy) grew by at least as much.
+iperf_test() {
+	local name="v4.iperf3-$IPERF_SIZE.A-to-B" size before
+	size=$(numfmt --from=iec "$IPERF_SIZE")
+	before=$(tunnel_bytes_a_to_b) || before=0
+	if ! nt_iperf "$NT_NS_A" "$NT_NS_B" "$NT_IN4_B" -n "$IPERF_SIZE"; then
+		nt_fail "$name" "iperf3 failed: sent=$NT_IPERF_SENT received=$NT_IPERF_RECV"
+	elif ((NT_IPERF_SENT < size)); then
+		nt_fail "$name" "only $NT_IPERF_SENT bytes sent"
+	elif ! nt_wait_until 5 tunnel_bytes_at_least $((before + size)); then
+		nt_fail "$name" "tunnel counter grew by $(($(tunnel_bytes_a_to_b) - before)) bytes only"
+	else
+		nt_pass "$name" "$NT_IPERF_MBPS Mbit/s, sent=$NT_IPERF_SENT received=$NT_IPERF_RECV"
+	fi
+}
+
 roam_replies() { grep -c 'bytes from' "$1" 2>/dev/null || true; }
 roam_replies_at_least() {
 	local n
@@ -91,39 +124,44 @@ roam_replies_at_least() {
 }
 
 # Roaming: a ping stream runs from A to B while A's outer IPv4 address is
-# replaced; B must move its endpoint for A and the stream must resume.
+# replaced (new address added, old one deleted, same port); B must move its
+# endpoint for A and the stream must resume within ROAM_RESUME_S. The bound
+# is generous because wireguard-go 0.0.20220316 keeps sending from the deleted
+# source address (ENETUNREACH) until its 15 s "stopped hearing back"
+# re-handshake; the measured gap is printed so faster recovery is visible.
+ROAM_RESUME_S=${ROAM_RESUME_S:-25}
 roam_test() {
 	local log="$NT_TMP/roam-ping.log" ppid before t0 t1
 	# ping prints one line per reply and flushes it, so the file is live.
-	ip netns exec "$NT_NS_A" timeout 40 ping -D -i 0.1 -W 1 -w 35 "$NT_IN4_B" >"$log" 2>&1 &
+	ip netns exec "$NT_NS_A" timeout 50 ping -D -i 0.1 -W 1 -w $((ROAM_RESUME_S + 15)) "$NT_IN4_B" >"$log" 2>&1 &
 	ppid=$!
 	NT_BG_PIDS+=("$ppid")
 	if ! nt_wait_until 5 roam_replies_at_least "$log" 5; then
 		nt_fail v4.roam.stream-before
-		nt_stop_pid "$ppid"
+		nt_stop_job "$ppid"
 		return 0
 	fi
 	before=$(roam_replies "$log")
 	if ! { ip -n "$NT_NS_A" addr add "$NT_OUT4_ROAM/24" dev "$NT_VETH_A" &&
 		ip -n "$NT_NS_A" addr del "$NT_OUT4_A/24" dev "$NT_VETH_A"; }; then
 		nt_fail v4.roam.move-address
-		nt_stop_pid "$ppid"
+		nt_stop_job "$ppid"
 		return 0
 	fi
 	t0=$(nt_now_ms)
 	nt_info "moved A's outer address $NT_OUT4_A -> $NT_OUT4_ROAM after $before replies"
-	if nt_wait_until 15 roam_replies_at_least "$log" $((before + 5)); then
+	if nt_wait_until "$ROAM_RESUME_S" roam_replies_at_least "$log" $((before + 5)); then
 		t1=$(nt_now_ms)
 		nt_pass v4.roam.traffic-resumes "5 more replies within $((t1 - t0)) ms"
 	else
-		nt_fail v4.roam.traffic-resumes "fewer than 5 replies in 15 s after the move"
+		nt_fail v4.roam.traffic-resumes "fewer than 5 replies in $ROAM_RESUME_S s after the move"
 	fi
 	if nt_has_faithful_uapi "$B"; then
 		nt_check "v4.roam.endpoint-followed.B-$B" \
 			nt_wait_until 5 nt_endpoint_is "$NT_NS_B" "$NT_IF_B" "$NT_OUT4_ROAM:$NT_PORT_A" || true
 		nt_info "B's endpoint for A: $(nt_peer_field "$NT_NS_B" "$NT_IF_B" 3 || true)"
 	fi
-	nt_stop_pid "$ppid"
+	nt_stop_job "$ppid"
 }
 
 # ---- phase v4: outer IPv4, A initiates --------------------------------------
@@ -136,12 +174,7 @@ nt_check v4.ping6.A-initiates nt_wait_ping "$NT_NS_A" "$NT_IN6_B" 5 || true
 wg_stats_checks v4
 
 if [[ $tunnel_ok -eq 1 ]]; then
-	if nt_iperf "$NT_NS_A" "$NT_NS_B" "$NT_IN4_B" -n "$IPERF_SIZE" &&
-		((NT_IPERF_BYTES >= $(numfmt --from=iec "$IPERF_SIZE"))); then
-		nt_pass "v4.iperf3-$IPERF_SIZE.A-to-B" "$NT_IPERF_MBPS Mbit/s, $NT_IPERF_BYTES bytes"
-	else
-		nt_fail "v4.iperf3-$IPERF_SIZE.A-to-B" "${NT_IPERF_BYTES:-0} bytes received"
-	fi
+	iperf_test
 	roam_test
 else
 	nt_fail "v4.iperf3-$IPERF_SIZE.A-to-B" "no tunnel"

@@ -108,6 +108,23 @@ nt_stop_pid() {
 	wait "$pid" 2>/dev/null || true
 }
 
+# True while PID is a still-running background job of this shell, so a PID
+# that has exited (and might be reused by someone else) is never signalled.
+nt_is_live_job() {
+	local live
+	live=" $(jobs -p | tr '\n' ' ') "
+	[[ $live == *" $1 "* ]]
+}
+
+# nt_stop_job PID: nt_stop_pid, but only for our own live background jobs.
+nt_stop_job() {
+	if nt_is_live_job "$1"; then
+		nt_stop_pid "$1"
+	else
+		wait "$1" 2>/dev/null || true
+	fi
+}
+
 nt_require_root() {
 	[[ $(id -u) -eq 0 ]] || nt_die "must run as root (namespaces, TUN devices)"
 }
@@ -186,7 +203,7 @@ nt_cleanup() {
 	set +e
 	trap - EXIT INT TERM
 	for pid in "${NT_BG_PIDS[@]}"; do
-		nt_stop_pid "$pid"
+		nt_stop_job "$pid"
 	done
 	# Anything still inside our uniquely named namespaces was started by this
 	# run (e.g. a daemon that wg-quick forked): stop those PIDs too.
@@ -253,8 +270,12 @@ nt_start_daemon() {
 	log="$NT_TMP/daemon-$ifname-$impl.log"
 	case $impl in
 	solowg | wireguard-go) cmd=("$bin" -f "$ifname") ;;
-	# Root would otherwise be dropped to nobody, losing access to the socket.
-	boringtun) cmd=("$bin" --foreground --disable-drop-privileges --threads 1 --verbosity info "$ifname") ;;
+	# --disable-drop-privileges: as root it would otherwise switch user.
+	# --disable-connected-udp: its per-peer connected socket pins the local
+	# source address, so after A's outer address moves it keeps sending from
+	# the deleted one and never recovers; the roaming check needs the plain
+	# unconnected socket, as the other implementations use.
+	boringtun) cmd=("$bin" --foreground --disable-drop-privileges --disable-connected-udp --threads 1 --verbosity info "$ifname") ;;
 	esac
 	printf '\n===== %s start: %s\n' "$(date +%T.%3N)" "${cmd[*]}" >>"$log"
 	LOG_LEVEL=verbose ip netns exec "$ns" timeout -k 5 "$NT_DAEMON_MAX_S" "${cmd[@]}" >>"$log" 2>&1 &
@@ -273,6 +294,13 @@ nt_start_daemon() {
 	fi
 }
 
+# The daemon's own PID (NT_DAEMON_PID holds its `timeout` guard's PID).
+nt_daemon_os_pid() {
+	local guard=${NT_DAEMON_PID[$1]} child=
+	read -r child _ <"/proc/$guard/task/$guard/children" 2>/dev/null || true
+	printf '%s\n' "${child:-$guard}"
+}
+
 # Contract: TUN created with MTU 1420, left down, no addresses.
 nt_tun_pristine() {
 	local ns=$1 ifname=$2 line flags
@@ -289,10 +317,11 @@ nt_tun_pristine() {
 nt_stop_daemon() {
 	local ifname=$1 pid ok=0
 	pid=${NT_DAEMON_PID[$ifname]}
+	nt_is_live_job "$pid" || return 1
 	kill -TERM "$pid" 2>/dev/null || true
 	nt_wait_until 5 nt_pid_gone "$pid" || ok=1
 	nt_wait_until 5 nt_sock_gone "$ifname" || ok=1
-	nt_stop_pid "$pid"
+	nt_stop_job "$pid"
 	return "$ok"
 }
 
@@ -303,7 +332,7 @@ nt_linkdel_daemon() {
 	ip -n "$ns" link del dev "$ifname" || ok=1
 	nt_wait_until 5 nt_pid_gone "$pid" || ok=1
 	nt_wait_until 5 nt_sock_gone "$ifname" || ok=1
-	nt_stop_pid "$pid"
+	nt_stop_job "$pid"
 	return "$ok"
 }
 
@@ -353,8 +382,15 @@ nt_wg_stats_ok() {
 	dump=$(nt_wg "$1" show "$2" dump | awk -F'\t' 'NR == 2 { print $5, $6, $7 }') || return 1
 	read -r hs rx tx <<<"$dump"
 	now=$(date +%s)
-	printf '# %s: latest-handshake=%s (%ss ago) rx=%s tx=%s\n' "$2" "${hs:-?}" "$((now - ${hs:-0}))" "${rx:-?}" "${tx:-?}"
-	[[ ${hs:-0} =~ ^[0-9]+$ && ${rx:-0} =~ ^[0-9]+$ && ${tx:-0} =~ ^[0-9]+$ ]] || return 1
+	[[ ${hs:-x} =~ ^[0-9]+$ && ${rx:-x} =~ ^[0-9]+$ && ${tx:-x} =~ ^[0-9]+$ ]] || {
+		printf '# %s: no peer line in wg show dump\n' "$2"
+		return 1
+	}
+	if ((hs > 0)); then
+		printf '# %s: latest-handshake %ss ago, rx=%s tx=%s\n' "$2" "$((now - hs))" "$rx" "$tx"
+	else
+		printf '# %s: no handshake yet, rx=%s tx=%s\n' "$2" "$rx" "$tx"
+	fi
 	((hs > 0 && now - hs <= 120 && rx > 0 && tx > 0))
 }
 
@@ -382,21 +418,27 @@ nt_listening() {
 }
 
 # nt_iperf CLIENT_NS SERVER_NS SERVER_ADDR ARGS...: one bounded iperf3 TCP run
-# (server with -1 in SERVER_NS); sets NT_IPERF_MBPS and NT_IPERF_BYTES.
+# (server with -1 in SERVER_NS). Sets NT_IPERF_SENT / NT_IPERF_RECV (bytes)
+# and NT_IPERF_MBPS (receiver side). The receiver total can trail the sender
+# by what was still in flight when iperf3 closed its books, so callers judge
+# completeness on the sender total (plus tunnel counters where trustworthy).
 nt_iperf() {
 	local cns=$1 sns=$2 addr=$3 spid rc=0 json
 	shift 3
 	NT_IPERF_MBPS=
-	NT_IPERF_BYTES=0
+	NT_IPERF_SENT=0
+	NT_IPERF_RECV=0
 	json="$NT_TMP/iperf3-client.json"
 	ip netns exec "$sns" timeout 150 iperf3 -s -1 -B "$addr" -p "$NT_IPERF_PORT" >>"$NT_TMP/iperf3-server.log" 2>&1 &
 	spid=$!
 	NT_BG_PIDS+=("$spid")
 	nt_wait_until 5 nt_listening "$sns" "$NT_IPERF_PORT" || return 1
 	ip netns exec "$cns" timeout 120 iperf3 -c "$addr" -p "$NT_IPERF_PORT" --connect-timeout 5000 -J "$@" >"$json" 2>>"$NT_TMP/iperf3-client.log" || rc=1
-	nt_stop_pid "$spid"
-	NT_IPERF_BYTES=$(jq -r '.end.sum_received.bytes // 0' "$json" 2>/dev/null) || NT_IPERF_BYTES=0
+	nt_stop_job "$spid"
+	NT_IPERF_SENT=$(jq -r '.end.sum_sent.bytes // 0' "$json" 2>/dev/null) || NT_IPERF_SENT=0
+	NT_IPERF_RECV=$(jq -r '.end.sum_received.bytes // 0' "$json" 2>/dev/null) || NT_IPERF_RECV=0
 	NT_IPERF_MBPS=$(jq -r '.end.sum_received.bits_per_second // 0' "$json" 2>/dev/null |
 		awk '{ printf "%.1f", $1 / 1e6 }') || NT_IPERF_MBPS=
-	[[ $rc -eq 0 && $NT_IPERF_BYTES =~ ^[0-9]+$ && $NT_IPERF_BYTES -gt 0 ]]
+	[[ $NT_IPERF_SENT =~ ^[0-9]+$ && $NT_IPERF_RECV =~ ^[0-9]+$ ]] || return 1
+	[[ $rc -eq 0 && $NT_IPERF_RECV -gt 0 ]]
 }
