@@ -3,15 +3,17 @@
 //! every step of every packet itself. There are no queues between threads because there is
 //! only one thread doing work (async-io's idle "async-io" helper thread never runs ours).
 
+use crate::batch;
 use crate::device::{Device, Verdict};
 use crate::log;
 use crate::netlink::{LinkEvent, LinkMonitor};
+use crate::signals::SignalFd;
 use crate::tun::Tun;
 use crate::uapi::{self, Request};
 use crate::udp::{self, UdpPair};
 use crate::wire::HEADROOM;
 use async_io::{Async, Timer};
-use futures_lite::{future, Stream};
+use futures_lite::future;
 use std::future::Future;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, UdpSocket};
@@ -46,9 +48,41 @@ pub struct Io {
     clients: Vec<Client>,
     timer: Timer,
     timer_at: Option<Instant>,
-    signals: async_signal::Signals,
+    signals: Async<SignalFd>,
     link: Async<LinkMonitor>,
     ifname: String,
+    /// UDP GSO still believed to work (switched off after the first refusal).
+    gso: bool,
+}
+
+/// Space after a TUN packet in its slot: padding to 16 plus the tag.
+const TX_TAILROOM: usize = 32;
+
+/// Reused TX buffers: one slot per packet of a batch, so a whole batch can be encrypted in
+/// place and handed to one GSO send without copying.
+struct TxBatch {
+    arena: Vec<u8>,
+    slot_len: usize,
+    out: Vec<(SocketAddr, usize, usize)>,
+}
+
+impl TxBatch {
+    fn new(mtu: usize) -> TxBatch {
+        let slot_len = (mtu.max(1280) + HEADROOM + TX_TAILROOM).next_multiple_of(64);
+        TxBatch {
+            arena: vec![0; slot_len * BATCH],
+            slot_len,
+            out: Vec::with_capacity(BATCH),
+        }
+    }
+}
+
+/// Errors that mean the kernel or the device cannot do UDP segmentation offload.
+fn gso_unsupported(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EIO) | Some(libc::EINVAL) | Some(libc::EOPNOTSUPP) | Some(libc::ENOPROTOOPT)
+    )
 }
 
 #[derive(Clone, Copy, Default)]
@@ -96,13 +130,13 @@ pub enum Exit {
 }
 
 impl Io {
-    pub fn new(tun: Tun, udp: UdpPair, uapi: UnixListener) -> io::Result<Io> {
-        use async_signal::{Signal, Signals};
+    pub fn new(tun: Tun, udp: UdpPair, uapi: UnixListener, signals: SignalFd) -> io::Result<Io> {
         let ifname = tun.name().to_string();
         let link = Async::new(LinkMonitor::new(&ifname)?)?;
         Ok(Io {
             link,
             ifname,
+            gso: true,
             tun: Async::new(tun)?,
             udp4: Async::new(udp.v4)?,
             udp6: udp.v6.map(Async::new).transpose()?,
@@ -110,7 +144,7 @@ impl Io {
             clients: Vec::new(),
             timer: Timer::never(),
             timer_at: None,
-            signals: Signals::new([Signal::Term, Signal::Int])?,
+            signals: Async::new(signals)?,
         })
     }
 
@@ -146,7 +180,7 @@ impl Io {
                 self.timer_at = None;
                 r.timer = true;
             }
-            if Pin::new(&mut self.signals).poll_next(cx).is_ready() {
+            if self.signals.poll_readable(cx).is_ready() {
                 r.signal = true;
             }
             if r.any() {
@@ -188,29 +222,97 @@ impl Io {
         }
     }
 
-    /// Reads up to BATCH packets from the TUN device; true if more may be waiting.
-    fn drain_tun(&self, dev: &mut Device, buf: &mut [u8]) -> Result<bool, io::Error> {
+    /// Reads up to BATCH packets from the TUN device, each into its own slot where it is
+    /// encrypted in place, then sends them all; true if more may be waiting.
+    fn drain_tun(&mut self, dev: &mut Device, tx: &mut TxBatch) -> Result<bool, io::Error> {
         let now = Instant::now();
-        for _ in 0..BATCH {
+        tx.out.clear();
+        let slot_len = tx.slot_len;
+        let mut more = true;
+        for i in 0..BATCH {
+            let slot = &mut tx.arena[i * slot_len..(i + 1) * slot_len];
             let n = match self
                 .tun
                 .get_ref()
                 .file()
-                .read(&mut buf[HEADROOM..BUF_LEN - 64])
+                .read(&mut slot[HEADROOM..slot_len - TX_TAILROOM])
             {
                 Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    more = false;
+                    break;
+                }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e),
             };
-            if let Verdict::SendUdp { to, len } = dev.encapsulate(now, buf, n) {
-                self.send_udp(to, &buf[..len]);
+            if let Verdict::SendUdp { to, len } = dev.encapsulate(now, slot, n) {
+                tx.out.push((udp::canonical(to), i, len));
             }
         }
-        Ok(true)
+        self.send_batch(tx);
+        Ok(more)
     }
 
-    /// Reads up to BATCH datagrams; true if more may be waiting.
+    /// Sends the batch: runs of equal-sized datagrams to one endpoint go out as one GSO
+    /// send where the kernel allows it, everything else one datagram at a time.
+    fn send_batch(&mut self, tx: &TxBatch) {
+        let mut j = 0;
+        while j < tx.out.len() {
+            let (to, _, seg) = tx.out[j];
+            let mut k = j + 1;
+            let mut bytes = seg;
+            if self.gso {
+                while k < tx.out.len()
+                    && k - j < batch::MAX_SEGMENTS
+                    && tx.out[k].0 == to
+                    && tx.out[k].2 <= seg
+                    && bytes + tx.out[k].2 <= batch::MAX_GSO_BYTES
+                {
+                    bytes += tx.out[k].2;
+                    k += 1;
+                    if tx.out[k - 1].2 < seg {
+                        break; // only the last segment may be shorter
+                    }
+                }
+            }
+            let slot = |i: usize, len: usize| &tx.arena[i * tx.slot_len..i * tx.slot_len + len];
+            if k - j > 1 {
+                let mut segs: [&[u8]; batch::MAX_SEGMENTS] = [&[]; batch::MAX_SEGMENTS];
+                for (d, &(_, i, len)) in segs.iter_mut().zip(&tx.out[j..k]) {
+                    *d = slot(i, len);
+                }
+                match self
+                    .socket_for(to)
+                    .map(|s| batch::send_segments(s, to, &segs[..k - j], seg))
+                {
+                    Some(Err(e)) if gso_unsupported(&e) => {
+                        log::info(format_args!(
+                            "UDP GSO unavailable ({e}), sending one datagram per call"
+                        ));
+                        self.gso = false;
+                        for &(_, i, len) in &tx.out[j..k] {
+                            self.send_udp(to, slot(i, len));
+                        }
+                    }
+                    _ => {}
+                }
+            } else {
+                let (_, i, len) = tx.out[j];
+                self.send_udp(to, slot(i, len));
+            }
+            j = k;
+        }
+    }
+
+    fn socket_for(&self, to: SocketAddr) -> Option<&UdpSocket> {
+        match to {
+            SocketAddr::V4(_) => Some(self.udp4.get_ref()),
+            SocketAddr::V6(_) => self.udp6.as_ref().map(|s| s.get_ref()),
+        }
+    }
+
+    /// Reads up to BATCH receive calls (each may carry a GRO train of datagrams); true if
+    /// more may be waiting.
     fn drain_udp(&self, v6: bool, dev: &mut Device, buf: &mut [u8]) -> bool {
         let sock = if v6 {
             match &self.udp6 {
@@ -222,19 +324,22 @@ impl Io {
         };
         let now = Instant::now();
         for _ in 0..BATCH {
-            let (n, from) = match sock.get_ref().recv_from(buf) {
+            let (n, from, seg) = match batch::recv_gro(sock.get_ref(), buf) {
                 Ok(r) => r,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => {
                     log::verbose(format_args!("UDP receive failed: {e}"));
                     return false;
                 }
             };
-            match dev.decapsulate(now, from, buf, n) {
-                Verdict::WriteTun { start, len } => self.write_tun(&buf[start..start + len]),
-                Verdict::SendUdp { to, len } => self.send_udp(to, &buf[..len]),
-                Verdict::Done | Verdict::Drop(_) => {}
+            let from = udp::canonical(from);
+            for chunk in buf[..n].chunks_mut(seg) {
+                let len = chunk.len();
+                match dev.decapsulate(now, from, chunk, len) {
+                    Verdict::WriteTun { start, len } => self.write_tun(&chunk[start..start + len]),
+                    Verdict::SendUdp { to, len } => self.send_udp(to, &chunk[..len]),
+                    Verdict::Done | Verdict::Drop(_) => {}
+                }
             }
         }
         true
@@ -456,6 +561,7 @@ impl Io {
     /// Runs until a signal or until the interface disappears.
     pub fn run(&mut self, dev: &mut Device) -> Exit {
         let mut buf = vec![0u8; BUF_LEN];
+        let mut tx = TxBatch::new(dev.mtu);
         async_io::block_on(async {
             // First pass looks at everything; later passes only at what woke us, plus sources
             // that still had packets when their batch ran out.
@@ -479,7 +585,7 @@ impl Io {
                     self.wait().await
                 };
                 again = Ready::default();
-                if ready.signal {
+                if ready.signal && self.signals.get_ref().take() {
                     return Exit::Signal;
                 }
                 if ready.link {
@@ -488,7 +594,10 @@ impl Io {
                     }
                 }
                 if ready.tun {
-                    match self.drain_tun(dev, &mut buf) {
+                    if tx.slot_len < dev.mtu + HEADROOM + TX_TAILROOM {
+                        tx = TxBatch::new(dev.mtu); // the MTU grew
+                    }
+                    match self.drain_tun(dev, &mut tx) {
                         Ok(more) => again.tun = more,
                         Err(e) => return Exit::InterfaceGone(e),
                     }

@@ -4,6 +4,7 @@
 //! `replay`, `allowedips`, `ratelimiter`, `wire`) is sans-IO: it takes bytes and `now` and
 //! says what to send or write. `event_loop`, `tun`, `udp` and `uapi_server` are the I/O shell.
 pub mod allowedips;
+pub mod batch;
 pub mod cookie;
 pub mod crypto;
 pub mod device;
@@ -17,6 +18,7 @@ pub mod ratelimiter;
 pub mod receive;
 pub mod replay;
 pub mod send;
+pub mod signals;
 pub mod timers;
 pub mod tun;
 pub mod uapi;

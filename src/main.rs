@@ -86,13 +86,17 @@ fn open_uapi(ifname: &str) -> io::Result<UnixListener> {
 }
 
 fn setup(ifname: &str) -> Result<(Io, Device), String> {
+    // First, before any thread exists, so every thread inherits the blocked mask.
+    let signals =
+        solowg::signals::block_and_open().map_err(|e| format!("cannot set up signals: {e}"))?;
     let tun =
         Tun::create(ifname, DEFAULT_MTU).map_err(|e| format!("cannot create TUN {ifname}: {e}"))?;
     let mtu = tun.mtu().unwrap_or(DEFAULT_MTU);
     let udp = udp::bind(0, 0).map_err(|e| format!("cannot open UDP sockets: {e}"))?;
     let port = udp.port;
     let uapi = open_uapi(ifname).map_err(|e| format!("cannot open UAPI socket: {e}"))?;
-    let io = Io::new(tun, udp, uapi).map_err(|e| format!("cannot start event loop: {e}"))?;
+    let io =
+        Io::new(tun, udp, uapi, signals).map_err(|e| format!("cannot start event loop: {e}"))?;
     let rng = Rng::from_os().map_err(|e| format!("no randomness: {e}"))?;
     let mut dev = Device::new(Instant::now(), SystemTime::now(), rng);
     dev.listen_port = port;

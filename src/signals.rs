@@ -1,0 +1,49 @@
+//! SIGTERM/SIGINT as a readable fd (signalfd), so the event loop learns of them through the
+//! same readiness wait as everything else and pays no syscall per iteration for them.
+#![allow(unsafe_code)] // sigprocmask(2) and signalfd(2)
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::os::fd::{AsFd, BorrowedFd, FromRawFd, OwnedFd};
+
+pub struct SignalFd {
+    file: File,
+}
+
+/// Blocks SIGTERM and SIGINT for this thread and every thread started after it (call this
+/// before anything spawns a thread), and returns an fd that becomes readable when one is
+/// pending.
+pub fn block_and_open() -> io::Result<SignalFd> {
+    // SAFETY: sigset_t is plain data, initialised by sigemptyset before use.
+    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: set is a valid sigset_t; the calls only read/write it and the thread's mask.
+    let fd = unsafe {
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        if libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        libc::signalfd(-1, &set, libc::SFD_NONBLOCK | libc::SFD_CLOEXEC)
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fd is a fresh descriptor that nothing else owns.
+    let file = File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+    Ok(SignalFd { file })
+}
+
+impl SignalFd {
+    /// True if a signal was pending (and consumes it).
+    pub fn take(&self) -> bool {
+        let mut info = [0u8; 128]; // sizeof(struct signalfd_siginfo)
+        matches!((&self.file).read(&mut info), Ok(n) if n > 0)
+    }
+}
+
+impl AsFd for SignalFd {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.file.as_fd()
+    }
+}
