@@ -30,11 +30,26 @@ const BUF_LEN: usize = 65536 + 64;
 const MAX_CLIENTS: usize = 16;
 /// A UAPI client that sends nothing for this long is disconnected.
 const CLIENT_IDLE: Duration = Duration::from_secs(10);
+/// Requests answered per client per loop turn, so packets keep flowing during a burst.
+const MAX_REQUESTS_PER_TURN: usize = 16;
+/// Stop answering a client whose unread replies reach this size until it reads them.
+const OUTBUF_HIGH: usize = 1 << 20;
+
+impl Client {
+    /// Read more only while there is room and the client keeps up with its replies.
+    fn wants_read(&self) -> bool {
+        !self.closing
+            && self.inbuf.len() <= uapi::MAX_REQUEST_BYTES
+            && self.outbuf.len() < OUTBUF_HIGH
+    }
+}
 
 struct Client {
     stream: Async<UnixStream>,
     inbuf: Vec<u8>,
     outbuf: Vec<u8>,
+    /// How much of `outbuf` is already written.
+    out_pos: usize,
     last_active: Instant,
     /// Close once `outbuf` is written (EOF seen or a framing error).
     closing: bool,
@@ -169,8 +184,8 @@ impl Io {
                 ..Ready::default()
             };
             for c in &self.clients {
-                let wants_write = !c.outbuf.is_empty();
-                if c.stream.poll_readable(cx).is_ready()
+                let wants_write = c.out_pos < c.outbuf.len();
+                if (c.wants_read() && c.stream.poll_readable(cx).is_ready())
                     || (wants_write && c.stream.poll_writable(cx).is_ready())
                 {
                     r.clients = true;
@@ -366,6 +381,7 @@ impl Io {
                         stream,
                         inbuf: Vec::new(),
                         outbuf: Vec::new(),
+                        out_pos: 0,
                         last_active: Instant::now(),
                         closing: false,
                     });
@@ -376,52 +392,65 @@ impl Io {
         }
     }
 
-    fn service_clients(&mut self, dev: &mut Device, buf: &mut [u8]) {
+    /// Serves every client; true if one still has requests waiting (turn limit reached).
+    fn service_clients(&mut self, dev: &mut Device, buf: &mut [u8]) -> bool {
         let now = Instant::now();
+        let mut more = false;
         let mut i = 0;
         while i < self.clients.len() {
-            let keep = self.service_client(i, dev, buf, now);
-            if keep {
-                i += 1;
-            } else {
-                let mut c = self.clients.swap_remove(i);
-                c.outbuf.zeroize();
-                c.inbuf.zeroize();
-            }
-        }
-    }
-
-    /// Reads, answers and writes for one client; false when it should be closed.
-    fn service_client(&mut self, i: usize, dev: &mut Device, buf: &mut [u8], now: Instant) -> bool {
-        let mut got_input = false;
-        {
-            let c = &mut self.clients[i];
-            loop {
-                match c.stream.get_ref().read(&mut buf[..65536]) {
-                    Ok(0) => {
-                        c.closing = true;
-                        break;
-                    }
-                    Ok(n) => {
-                        got_input = true;
-                        c.inbuf.extend_from_slice(&buf[..n]);
-                        buf[..n].zeroize();
-                        if c.inbuf.len() > uapi::MAX_REQUEST_BYTES {
-                            break; // parse_request reports it as too large
-                        }
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(_) => return false,
+            match self.service_client(i, dev, buf, now) {
+                Some(m) => {
+                    more |= m;
+                    i += 1;
+                }
+                None => {
+                    let mut c = self.clients.swap_remove(i);
+                    c.outbuf.zeroize();
+                    c.inbuf.zeroize();
                 }
             }
-            if got_input {
-                c.last_active = now;
+        }
+        more
+    }
+
+    /// Reads, answers and writes for one client. `None` when it should be closed, else
+    /// whether it has more requests to answer on the next turn.
+    fn service_client(
+        &mut self,
+        i: usize,
+        dev: &mut Device,
+        buf: &mut [u8],
+        now: Instant,
+    ) -> Option<bool> {
+        let c = &mut self.clients[i];
+        while c.wants_read() {
+            match c.stream.get_ref().read(&mut buf[..65536]) {
+                Ok(0) => {
+                    c.closing = true;
+                    break;
+                }
+                Ok(n) => {
+                    c.inbuf.extend_from_slice(&buf[..n]);
+                    buf[..n].zeroize();
+                    c.last_active = now;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => return None,
             }
         }
+        // Answer a bounded number of requests per turn, and none while the client is not
+        // reading its replies, so one client cannot hold the thread or grow memory.
+        let mut off = 0;
+        let mut handled = 0;
+        let mut more = false;
         loop {
-            let parsed = uapi::parse_request(&self.clients[i].inbuf);
-            let (consumed, errno, fatal) = match parsed {
+            let c = &self.clients[i];
+            if handled == MAX_REQUESTS_PER_TURN || c.outbuf.len() >= OUTBUF_HIGH {
+                more = handled == MAX_REQUESTS_PER_TURN;
+                break;
+            }
+            let (consumed, errno, fatal) = match uapi::parse_request(&c.inbuf[off..]) {
                 Ok(None) => break,
                 Ok(Some((req, consumed))) => {
                     (consumed, self.handle_request(req, i, dev, buf), false)
@@ -431,36 +460,41 @@ impl Io {
                     (consumed, Some(e.errno), true)
                 }
             };
+            handled += 1;
+            off += consumed;
             let c = &mut self.clients[i];
-            c.inbuf[..consumed].zeroize();
-            c.inbuf.drain(..consumed);
             if let Some(errno) = errno {
                 uapi::write_errno(&mut c.outbuf, errno);
             }
             if fatal {
                 c.closing = true;
-                c.inbuf.zeroize();
+                off = c.inbuf.len();
                 break;
             }
         }
         let c = &mut self.clients[i];
-        while !c.outbuf.is_empty() {
-            match c.stream.get_ref().write(&c.outbuf) {
-                Ok(0) => return false,
+        c.inbuf[..off].zeroize();
+        c.inbuf.drain(..off);
+        while c.out_pos < c.outbuf.len() {
+            match c.stream.get_ref().write(&c.outbuf[c.out_pos..]) {
+                Ok(0) => return None,
                 Ok(n) => {
-                    c.outbuf[..n].zeroize();
-                    c.outbuf.drain(..n);
+                    c.out_pos += n;
                     c.last_active = now;
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(_) => return false,
+                Err(_) => return None,
             }
         }
-        if c.outbuf.is_empty() && c.closing {
-            return false;
+        if c.out_pos == c.outbuf.len() {
+            c.outbuf.zeroize(); // replies may hold the private key
+            c.out_pos = 0;
         }
-        now.saturating_duration_since(c.last_active) < CLIENT_IDLE
+        if c.outbuf.is_empty() && c.closing {
+            return None;
+        }
+        (now.saturating_duration_since(c.last_active) < CLIENT_IDLE).then_some(more)
     }
 
     /// Answers one request. Returns the errno to send for `set` (get writes its own reply).
@@ -613,7 +647,7 @@ impl Io {
                     self.accept_clients();
                 }
                 if ready.clients || ready.uapi || ready.timer {
-                    self.service_clients(dev, &mut buf);
+                    again.clients = self.service_clients(dev, &mut buf);
                 }
                 dev.update_timers(Instant::now());
                 self.flush_outputs(dev, &mut buf);

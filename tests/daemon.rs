@@ -1,0 +1,586 @@
+//! System tests of the `solowg` binary itself: command line, the UAPI socket, transactional
+//! `set`, control-plane robustness and shutdown.
+//!
+//! Every daemon runs inside a network namespace created by the test (`ip netns exec`), so
+//! nothing touches the host's network. /var/run/wireguard is shared by all namespaces, hence
+//! interface names are unique per test (pid + counter). These tests need root; without it
+//! each one prints "skipped: needs root" and passes.
+
+use std::fs::File;
+use std::io::{ErrorKind, Read, Write};
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::rc::Rc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_solowg");
+const SOCK_DIR: &str = "/var/run/wireguard";
+/// Generous bound for start-up, helper commands and single requests on a loaded CI machine.
+const STEP: Duration = Duration::from_secs(5);
+/// The latency the daemon promises for interactive requests and for shutting down.
+const FAST: Duration = Duration::from_secs(1);
+/// Already clamped like `wg genkey` output, so the daemon reports it back byte for byte.
+const PRIVATE: &str = "0811111111111111111111111111111111111111111111111111111111111141";
+const PEER: &str = "5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e";
+/// Below the kernel's ephemeral range, so it cannot collide with a daemon's random port.
+const FIXED_PORT: u16 = 21820;
+/// Mirrors `uapi::MAX_REQUEST_BYTES`.
+const MAX_REQUEST_BYTES: usize = 4 << 20;
+
+static COUNTER: AtomicU32 = AtomicU32::new(0);
+
+/// `prefix` + pid + counter: unique across parallel tests and concurrent test processes.
+fn unique(prefix: &str) -> String {
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    format!("{prefix}{}x{n}", std::process::id())
+}
+
+/// Effective uid from /proc: `libc::geteuid` would need `unsafe`, which the crate denies.
+fn is_root() -> bool {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let euid = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|ids| ids.split_whitespace().nth(1).map(str::to_owned));
+    euid.as_deref() == Some("0")
+}
+
+/// True (after saying so) when the test cannot run here.
+fn skip() -> bool {
+    if is_root() {
+        return false;
+    }
+    println!("skipped: needs root (network namespaces and TUN devices)");
+    true
+}
+
+/// Polls `child` until it exits or `limit` passes.
+fn wait_within(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            return Some(status);
+        }
+        if Instant::now() >= deadline {
+            return None;
+        }
+        sleep(Duration::from_millis(5));
+    }
+}
+
+/// Runs a short-lived command with a time limit. Its output is read only after it exits,
+/// which is fine for the few lines `ip`, `kill` and `solowg --help` print (well under the
+/// pipe's capacity).
+fn run(cmd: &mut Command) -> Output {
+    let shown = format!("{cmd:?}");
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {shown}: {e}"));
+    let Some(status) = wait_within(&mut child, STEP) else {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("{shown} did not finish within {STEP:?}");
+    };
+    // Already exited: this only collects what is left in the pipes.
+    let mut out = child.wait_with_output().expect("collect output");
+    out.status = status;
+    out
+}
+
+fn ip(args: &[&str]) -> Output {
+    run(Command::new("ip").args(args))
+}
+
+/// A network namespace that is deleted on drop (taking any leftover interfaces with it).
+struct Netns {
+    name: String,
+}
+
+impl Netns {
+    /// Shared so that every daemon inside keeps it alive until that daemon is stopped.
+    fn new() -> Rc<Netns> {
+        let name = unique("solowg-t");
+        let out = ip(&["netns", "add", &name]);
+        assert!(out.status.success(), "ip netns add {name}: {out:?}");
+        Rc::new(Netns { name })
+    }
+
+    /// `ip -n <ns> link show dev <ifname>`, or None if there is no such link.
+    fn link(&self, ifname: &str) -> Option<String> {
+        let out = ip(&["-d", "-n", &self.name, "-o", "link", "show", "dev", ifname]);
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = ip(&["netns", "del", &self.name]);
+    }
+}
+
+/// A `solowg -f` process in a namespace; killed (if still running) on drop.
+struct Daemon {
+    /// `ip netns exec` execs the daemon, so this is the daemon process itself.
+    child: Child,
+    ifname: String,
+    log: PathBuf,
+    ns: Rc<Netns>,
+}
+
+impl Daemon {
+    /// Starts a daemon and waits until its UAPI socket accepts connections.
+    fn start(ns: &Rc<Netns>) -> Daemon {
+        let ifname = unique("swg");
+        let log = std::env::temp_dir().join(format!("solowg-test-{ifname}.log"));
+        let log_file = File::create(&log).expect("create daemon log");
+        let child = Command::new("ip")
+            .args(["netns", "exec", &ns.name, BIN, "-f", &ifname])
+            .env_remove("WG_PROCESS_FOREGROUND")
+            .env("LOG_LEVEL", "verbose")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log_file)
+            .spawn()
+            .expect("spawn solowg");
+        let mut d = Daemon {
+            child,
+            ifname,
+            log,
+            ns: Rc::clone(ns),
+        };
+        let deadline = Instant::now() + STEP;
+        while UnixStream::connect(d.sock()).is_err() {
+            if let Some(status) = d.child.try_wait().expect("try_wait") {
+                panic!("daemon exited during start-up ({status}): {}", d.log_text());
+            }
+            assert!(Instant::now() < deadline, "UAPI socket not ready in time");
+            sleep(Duration::from_millis(10));
+        }
+        d
+    }
+
+    fn sock(&self) -> PathBuf {
+        PathBuf::from(SOCK_DIR).join(format!("{}.sock", self.ifname))
+    }
+
+    fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    fn pid(&self) -> String {
+        self.child.id().to_string()
+    }
+
+    fn assert_running(&mut self) {
+        let status = self.child.try_wait().expect("try_wait");
+        assert!(status.is_none(), "daemon died: {status:?}");
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+        // A SIGKILLed daemon leaves its socket behind in the shared directory; it is ours.
+        let _ = std::fs::remove_file(self.sock());
+        if std::thread::panicking() {
+            eprintln!("--- daemon {} log ---\n{}", self.ifname, self.log_text());
+        }
+        let _ = std::fs::remove_file(&self.log);
+    }
+}
+
+/// One fresh namespace with one daemon in it.
+fn daemon() -> Daemon {
+    Daemon::start(&Netns::new())
+}
+
+// ---- UAPI client -----------------------------------------------------------------------
+
+fn connect(d: &Daemon) -> UnixStream {
+    let s = UnixStream::connect(d.sock()).expect("connect to UAPI socket");
+    s.set_read_timeout(Some(STEP)).unwrap();
+    s.set_write_timeout(Some(STEP)).unwrap();
+    s
+}
+
+/// Reads until `n` complete replies have arrived (each ends with the only blank line).
+fn read_replies(s: &mut UnixStream, n: usize, limit: Duration) -> String {
+    let deadline = Instant::now() + limit;
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while buf.windows(2).filter(|w| w == b"\n\n").count() < n {
+        let left = deadline.saturating_duration_since(Instant::now());
+        assert!(!left.is_zero(), "no complete reply in time: {buf:?}");
+        s.set_read_timeout(Some(left)).unwrap();
+        match s.read(&mut chunk) {
+            Ok(0) => panic!(
+                "connection closed after {:?}",
+                String::from_utf8_lossy(&buf)
+            ),
+            Ok(k) => buf.extend_from_slice(&chunk[..k]),
+            Err(e) => panic!(
+                "read failed ({e}) after {:?}",
+                String::from_utf8_lossy(&buf)
+            ),
+        }
+    }
+    String::from_utf8(buf).expect("reply is UTF-8")
+}
+
+fn request(d: &Daemon, req: &str) -> String {
+    let mut s = connect(d);
+    s.write_all(req.as_bytes()).expect("send request");
+    read_replies(&mut s, 1, STEP)
+}
+
+fn get(d: &Daemon) -> String {
+    let reply = request(d, "get=1\n\n");
+    assert!(reply.ends_with("\nerrno=0\n\n"), "bad get reply {reply:?}");
+    reply
+}
+
+/// Sends `set=1` with `body` (complete lines) and returns the errno of the reply.
+fn set(d: &Daemon, body: &str) -> i32 {
+    errno(&request(d, &format!("set=1\n{body}\n")))
+}
+
+fn errno(reply: &str) -> i32 {
+    reply
+        .strip_suffix("\n\n")
+        .and_then(|r| r.lines().last())
+        .and_then(|l| l.strip_prefix("errno="))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no errno in {reply:?}"))
+}
+
+fn value<'a>(reply: &'a str, key: &str) -> Option<&'a str> {
+    reply
+        .lines()
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix('='))
+}
+
+/// A get reply without the lines that change by themselves over time.
+fn without_counters(reply: &str) -> String {
+    reply
+        .lines()
+        .filter(|l| {
+            !["tx_bytes=", "rx_bytes=", "last_handshake_time_"]
+                .iter()
+                .any(|p| l.starts_with(p))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A full configuration: key, fixed port and one peer.
+fn full_config() -> String {
+    format!(
+        "private_key={PRIVATE}\nlisten_port={FIXED_PORT}\npublic_key={PEER}\n\
+         allowed_ip=10.9.0.0/24\nendpoint=192.0.2.7:51820\n"
+    )
+}
+
+fn timed_get(d: &Daemon) -> Duration {
+    let t = Instant::now();
+    let mut s = connect(d);
+    s.write_all(b"get=1\n\n").unwrap();
+    let reply = read_replies(&mut s, 1, FAST);
+    assert!(reply.ends_with("errno=0\n\n"), "{reply:?}");
+    t.elapsed()
+}
+
+// ---- tests -----------------------------------------------------------------------------
+
+#[test]
+fn command_line_errors_and_info_options() {
+    if skip() {
+        return;
+    }
+    // Inside a namespace all the same: a parsing bug must not create a TUN on the host.
+    let ns = Netns::new();
+    let name = unique("swg");
+    let other = unique("swg");
+    let solowg = |args: &[&str]| {
+        run(Command::new("ip")
+            .args(["netns", "exec", &ns.name, BIN])
+            .args(args)
+            .env_remove("WG_PROCESS_FOREGROUND"))
+    };
+    let bad: [(&[&str], String); 4] = [
+        (&["--bogus", &name], "unknown option '--bogus'".into()),
+        (&[], "missing interface name".into()),
+        (&["-f"], "missing interface name".into()),
+        (
+            &["-f", &name, &other],
+            format!("unexpected argument '{other}'"),
+        ),
+    ];
+    for (args, message) in bad {
+        let out = solowg(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} succeeded");
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(&message), "{args:?}: stderr {stderr:?}");
+        assert!(
+            stderr.contains("Usage:"),
+            "{args:?}: no usage in {stderr:?}"
+        );
+    }
+    for (arg, expect) in [("--version", "solowg v"), ("--help", "Usage: solowg")] {
+        let out = solowg(&[arg]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{arg}: {out:?}");
+        assert!(stdout.contains(expect), "{arg}: stdout {stdout:?}");
+    }
+    assert!(ns.link(&name).is_none() && ns.link(&other).is_none());
+}
+
+#[test]
+fn fresh_daemon_state_socket_and_tun() {
+    if skip() {
+        return;
+    }
+    let d = daemon();
+    let reply = get(&d);
+    let port: u16 = value(&reply, "listen_port")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no listen_port in {reply:?}"));
+    assert_ne!(port, 0);
+    // Nothing else: no key, no fwmark, no peers.
+    assert_eq!(reply, format!("listen_port={port}\nerrno=0\n\n"));
+
+    let meta = std::fs::metadata(d.sock()).expect("socket file");
+    assert!(meta.file_type().is_socket());
+    assert_eq!(meta.permissions().mode() & 0o7777, 0o600);
+
+    let link = d.ns.link(&d.ifname).expect("TUN link in the namespace");
+    assert!(link.contains(" mtu 1420 "), "{link}");
+    assert!(link.contains("tun type tun"), "not a TUN: {link}");
+}
+
+#[test]
+fn set_is_all_or_nothing() {
+    if skip() {
+        return;
+    }
+    let d = daemon();
+    let before = get(&d);
+    let bad = format!("{}allowed_ip=10.0.0.0/33\n", full_config());
+    assert_eq!(set(&d, &bad), 22);
+    assert_eq!(get(&d), before, "a refused set changed the device");
+
+    assert_eq!(set(&d, &full_config()), 0);
+    let after = get(&d);
+    assert_eq!(value(&after, "private_key"), Some(PRIVATE));
+    assert_eq!(value(&after, "listen_port"), Some("21820"));
+    assert_eq!(value(&after, "public_key"), Some(PEER));
+    assert_eq!(value(&after, "allowed_ip"), Some("10.9.0.0/24"));
+    assert_eq!(value(&after, "endpoint"), Some("192.0.2.7:51820"));
+}
+
+#[test]
+fn port_in_use_is_refused_unapplied() {
+    if skip() {
+        return;
+    }
+    let ns = Netns::new();
+    let d = Daemon::start(&ns);
+    // A second daemon in the same namespace holds a port we know to be taken there.
+    let holder = Daemon::start(&ns);
+    let taken = value(&get(&holder), "listen_port").unwrap().to_owned();
+    let before = get(&d);
+    assert_ne!(value(&before, "listen_port"), Some(taken.as_str()));
+
+    let req = format!("private_key={PRIVATE}\nlisten_port={taken}\n");
+    assert_eq!(set(&d, &req), 98, "expected EADDRINUSE");
+    assert_eq!(get(&d), before, "a refused set changed the device");
+    assert_eq!(value(&get(&holder), "listen_port"), Some(taken.as_str()));
+}
+
+#[test]
+fn repeating_a_set_changes_nothing() {
+    if skip() {
+        return;
+    }
+    let d = daemon();
+    assert_eq!(set(&d, &full_config()), 0);
+    let before = without_counters(&get(&d));
+    let same_key_and_port = format!("private_key={PRIVATE}\nlisten_port={FIXED_PORT}\n");
+    assert_eq!(set(&d, &same_key_and_port), 0);
+    assert_eq!(without_counters(&get(&d)), before);
+    assert_eq!(set(&d, &full_config()), 0);
+    assert_eq!(without_counters(&get(&d)), before);
+}
+
+#[test]
+fn pipelined_requests_and_empty_connections() {
+    if skip() {
+        return;
+    }
+    let mut d = daemon();
+    let single = get(&d);
+    let mut s = connect(&d);
+    s.write_all(b"get=1\n\nget=1\n\n").unwrap();
+    let both = read_replies(&mut s, 2, STEP);
+    assert_eq!(both, format!("{single}{single}"));
+    // The connection stays usable after pipelined requests.
+    s.write_all(b"get=1\n\n").unwrap();
+    assert_eq!(read_replies(&mut s, 1, STEP), single);
+    drop(s);
+
+    for _ in 0..20 {
+        drop(connect(&d));
+    }
+    // A client that half-closes without a request just gets EOF back.
+    let mut s = connect(&d);
+    s.shutdown(std::net::Shutdown::Write).unwrap();
+    let mut rest = Vec::new();
+    s.read_to_end(&mut rest).expect("EOF, not a timeout");
+    assert!(rest.is_empty(), "unexpected reply {rest:?}");
+    d.assert_running();
+    assert_eq!(get(&d), single);
+}
+
+#[test]
+fn stalled_client_does_not_block_others() {
+    if skip() {
+        return;
+    }
+    let d = daemon();
+    let mut slow = connect(&d);
+    slow.write_all(format!("set=1\nprivate_key={}", &PRIVATE[..20]).as_bytes())
+        .unwrap();
+    sleep(Duration::from_millis(50)); // let the daemon read the partial request first
+    let took = timed_get(&d);
+    assert!(took < FAST, "get took {took:?} behind a stalled client");
+    // The stalled request was kept intact and completes normally.
+    slow.write_all(format!("{}\n\n", &PRIVATE[20..]).as_bytes())
+        .unwrap();
+    assert_eq!(errno(&read_replies(&mut slow, 1, STEP)), 0);
+    assert_eq!(value(&get(&d), "private_key"), Some(PRIVATE));
+}
+
+#[test]
+fn oversized_request_is_refused() {
+    if skip() {
+        return;
+    }
+    let mut d = daemon();
+    let mut s = connect(&d);
+    let mut data = b"set=1\n".to_vec();
+    data.resize(MAX_REQUEST_BYTES + 1024, b'a'); // no blank line anywhere
+    let mut sent = 0;
+    while sent < data.len() {
+        let end = (sent + 65536).min(data.len());
+        match s.write(&data[sent..end]) {
+            Ok(n) => sent += n,
+            Err(_) => break, // the daemon may give up and close before we are done
+        }
+    }
+    assert!(
+        sent > MAX_REQUEST_BYTES,
+        "daemon stopped reading after {sent} bytes"
+    );
+    // Either errno=22 then close, or just close; never silence (a read timeout).
+    let mut got = Vec::new();
+    let mut chunk = [0u8; 256];
+    loop {
+        match s.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => got.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == ErrorKind::ConnectionReset => break,
+            Err(e) => panic!("no answer to an oversized request: {e} (got {got:?})"),
+        }
+    }
+    assert!(got.is_empty() || got == b"errno=22\n\n", "{got:?}");
+    d.assert_running();
+    get(&d);
+}
+
+#[test]
+fn many_idle_connections_do_not_lock_out_clients() {
+    if skip() {
+        return;
+    }
+    let mut d = daemon();
+    let idle: Vec<UnixStream> = (0..64).map(|_| connect(&d)).collect();
+    sleep(Duration::from_millis(100)); // let the daemon accept them all
+    let took = timed_get(&d);
+    assert!(took < FAST, "get took {took:?} with 64 idle connections");
+    d.assert_running();
+    drop(idle);
+    get(&d);
+}
+
+#[test]
+fn garbage_first_line_is_refused() {
+    if skip() {
+        return;
+    }
+    let mut d = daemon();
+    let reply = request(&d, "GET / HTTP/1.1\r\n\r\n");
+    assert_eq!(reply, "errno=22\n\n");
+    d.assert_running();
+    get(&d);
+}
+
+#[test]
+fn sigterm_stops_and_cleans_up() {
+    if skip() {
+        return;
+    }
+    let mut d = daemon();
+    let t = Instant::now();
+    let out = run(Command::new("kill").args(["-TERM", &d.pid()]));
+    assert!(out.status.success(), "{out:?}");
+    let status = wait_within(&mut d.child, FAST)
+        .unwrap_or_else(|| panic!("still running {:?} after SIGTERM", t.elapsed()));
+    assert!(status.success(), "{status}");
+    assert!(!d.sock().exists(), "socket file left behind");
+    assert_eq!(d.ns.link(&d.ifname), None, "TUN link left behind");
+}
+
+#[test]
+fn deleting_the_link_stops_the_daemon() {
+    if skip() {
+        return;
+    }
+    let mut d = daemon();
+    let t = Instant::now();
+    let out = ip(&["-n", &d.ns.name, "link", "del", &d.ifname]);
+    assert!(out.status.success(), "{out:?}");
+    let status = wait_within(&mut d.child, FAST)
+        .unwrap_or_else(|| panic!("still running {:?} after link deletion", t.elapsed()));
+    assert!(status.success(), "{status}");
+    assert!(!d.sock().exists(), "socket file left behind");
+}
+
+#[test]
+fn pipelined_burst_does_not_stall_other_clients() {
+    if skip() {
+        return;
+    }
+    let d = daemon();
+    // ~150k tiny requests; the flooding client never reads its replies.
+    let mut flood = connect(&d);
+    let writer = std::thread::spawn(move || {
+        let _ = flood.write_all(&b"get=1\n\n".repeat((1 << 20) / 7));
+        flood // keep it open until joined
+    });
+    sleep(Duration::from_millis(200));
+    let took = timed_get(&d);
+    assert!(took < FAST, "get took {took:?} behind a pipelined burst");
+    drop(writer.join());
+}
