@@ -1,25 +1,22 @@
-//! The only async code: one task on one thread waits for TUN, UDP, the UAPI socket, signals
-//! and the next protocol deadline, then drains each ready source in bounded batches and does
-//! every step of every packet itself. There are no queues between threads because there is
-//! only one thread doing work (async-io's idle "async-io" helper thread never runs ours).
+//! The event loop: one thread waits (one `epoll_wait`) for TUN, UDP, the UAPI socket, link
+//! events, signals and the next protocol deadline, then drains each ready source in bounded
+//! batches and does every step of every packet itself. There is no other thread, so there
+//! are no queues, locks or wake-ups between threads.
 
 use crate::batch;
 use crate::device::{Device, Verdict};
 use crate::log;
 use crate::netlink::{LinkEvent, LinkMonitor};
+use crate::poller::{Interest, Poller};
 use crate::signals::SignalFd;
 use crate::tun::Tun;
 use crate::uapi::{self, Request};
 use crate::udp::{self, UdpPair};
 use crate::wire::HEADROOM;
-use async_io::{Async, Timer};
-use futures_lite::future;
-use std::future::Future;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, UdpSocket};
+use std::os::fd::AsFd;
 use std::os::unix::net::{UnixListener, UnixStream};
-use std::pin::Pin;
-use std::task::Poll;
 use std::time::{Duration, Instant};
 use zeroize::Zeroize;
 
@@ -45,7 +42,7 @@ impl Client {
 }
 
 struct Client {
-    stream: Async<UnixStream>,
+    stream: UnixStream,
     inbuf: Vec<u8>,
     outbuf: Vec<u8>,
     /// How much of `outbuf` is already written.
@@ -53,18 +50,21 @@ struct Client {
     last_active: Instant,
     /// Close once `outbuf` is written (EOF seen or a framing error).
     closing: bool,
+    /// We stopped reading with input possibly pending: edge-triggered readiness will not
+    /// report it again, so the loop must come back by itself.
+    read_blocked: bool,
 }
 
 pub struct Io {
-    tun: Async<Tun>,
-    udp4: Async<UdpSocket>,
-    udp6: Option<Async<UdpSocket>>,
-    uapi: Async<UnixListener>,
+    poller: Poller,
+    tun: Tun,
+    udp4: UdpSocket,
+    udp6: Option<UdpSocket>,
+    uapi: UnixListener,
     clients: Vec<Client>,
-    timer: Timer,
-    timer_at: Option<Instant>,
-    signals: Async<SignalFd>,
-    link: Async<LinkMonitor>,
+    next_client_token: u64,
+    signals: SignalFd,
+    link: LinkMonitor,
     ifname: String,
     /// UDP GSO still believed to work (switched off after the first refusal).
     gso: bool,
@@ -107,36 +107,24 @@ struct Ready {
     udp6: bool,
     uapi: bool,
     clients: bool,
-    timer: bool,
     signal: bool,
     link: bool,
 }
 
 impl Ready {
     fn any(&self) -> bool {
-        self.tun
-            || self.udp4
-            || self.udp6
-            || self.uapi
-            || self.clients
-            || self.timer
-            || self.signal
-            || self.link
-    }
-
-    fn or(self, o: Ready) -> Ready {
-        Ready {
-            tun: self.tun || o.tun,
-            udp4: self.udp4 || o.udp4,
-            udp6: self.udp6 || o.udp6,
-            uapi: self.uapi || o.uapi,
-            clients: self.clients || o.clients,
-            timer: self.timer || o.timer,
-            signal: self.signal || o.signal,
-            link: self.link || o.link,
-        }
+        self.tun || self.udp4 || self.udp6 || self.uapi || self.clients || self.signal || self.link
     }
 }
+
+// Poller tokens; clients count up from CLIENT_TOKEN.
+const TUN_TOKEN: u64 = 0;
+const UDP4_TOKEN: u64 = 1;
+const UDP6_TOKEN: u64 = 2;
+const UAPI_TOKEN: u64 = 3;
+const LINK_TOKEN: u64 = 4;
+const SIGNAL_TOKEN: u64 = 5;
+const CLIENT_TOKEN: u64 = 16;
 
 /// Why the loop ended.
 pub enum Exit {
@@ -147,64 +135,47 @@ pub enum Exit {
 impl Io {
     pub fn new(tun: Tun, udp: UdpPair, uapi: UnixListener, signals: SignalFd) -> io::Result<Io> {
         let ifname = tun.name().to_string();
-        let link = Async::new(LinkMonitor::new(&ifname)?)?;
-        Ok(Io {
+        let link = LinkMonitor::new(&ifname)?;
+        uapi.set_nonblocking(true)?;
+        let poller = Poller::new()?;
+        poller.add(tun.as_fd(), TUN_TOKEN, Interest::Read)?;
+        poller.add(uapi.as_fd(), UAPI_TOKEN, Interest::Read)?;
+        poller.add(link.as_fd(), LINK_TOKEN, Interest::Read)?;
+        poller.add(signals.as_fd(), SIGNAL_TOKEN, Interest::Read)?;
+        let mut io = Io {
+            poller,
             link,
             ifname,
             gso: true,
-            tun: Async::new(tun)?,
-            udp4: Async::new(udp.v4)?,
-            udp6: udp.v6.map(Async::new).transpose()?,
-            uapi: Async::new(uapi)?,
+            tun,
+            udp4: udp.v4,
+            udp6: None,
+            uapi,
             clients: Vec::new(),
-            timer: Timer::never(),
-            timer_at: None,
-            signals: Async::new(signals)?,
-        })
+            next_client_token: CLIENT_TOKEN,
+            signals,
+        };
+        io.poller.add(io.udp4.as_fd(), UDP4_TOKEN, Interest::Read)?;
+        if let Some(s) = udp.v6 {
+            io.poller.add(s.as_fd(), UDP6_TOKEN, Interest::Read)?;
+            io.udp6 = Some(s);
+        }
+        Ok(io)
     }
 
+    /// Swaps in newly bound sockets (the old ones close and leave the epoll set by themselves).
     fn set_udp(&mut self, udp: UdpPair) -> io::Result<()> {
-        self.udp4 = Async::new(udp.v4)?;
-        self.udp6 = udp.v6.map(Async::new).transpose()?;
+        self.poller
+            .add(udp.v4.as_fd(), UDP4_TOKEN, Interest::Read)?;
+        if let Some(s) = &udp.v6 {
+            self.poller.add(s.as_fd(), UDP6_TOKEN, Interest::Read)?;
+        }
+        let old4 = std::mem::replace(&mut self.udp4, udp.v4);
+        self.poller.delete(old4.as_fd());
+        if let Some(old6) = std::mem::replace(&mut self.udp6, udp.v6) {
+            self.poller.delete(old6.as_fd());
+        }
         Ok(())
-    }
-
-    /// Waits until at least one source is ready (or, with `once`, checks without waiting).
-    async fn wait(&mut self) -> Ready {
-        future::poll_fn(|cx| {
-            let mut r = Ready {
-                tun: self.tun.poll_readable(cx).is_ready(),
-                udp4: self.udp4.poll_readable(cx).is_ready(),
-                udp6: self
-                    .udp6
-                    .as_ref()
-                    .is_some_and(|s| s.poll_readable(cx).is_ready()),
-                uapi: self.uapi.poll_readable(cx).is_ready(),
-                link: self.link.poll_readable(cx).is_ready(),
-                ..Ready::default()
-            };
-            for c in &self.clients {
-                let wants_write = c.out_pos < c.outbuf.len();
-                if (c.wants_read() && c.stream.poll_readable(cx).is_ready())
-                    || (wants_write && c.stream.poll_writable(cx).is_ready())
-                {
-                    r.clients = true;
-                }
-            }
-            if self.timer_at.is_some() && Pin::new(&mut self.timer).poll(cx).is_ready() {
-                self.timer_at = None;
-                r.timer = true;
-            }
-            if self.signals.poll_readable(cx).is_ready() {
-                r.signal = true;
-            }
-            if r.any() {
-                Poll::Ready(r)
-            } else {
-                Poll::Pending
-            }
-        })
-        .await
     }
 
     fn send_udp(&self, to: SocketAddr, data: &[u8]) {
@@ -214,7 +185,7 @@ impl Io {
             (SocketAddr::V6(_), Some(s)) => s,
             (SocketAddr::V6(_), None) => return,
         };
-        if let Err(e) = sock.get_ref().send_to(data, to) {
+        if let Err(e) = sock.send_to(data, to) {
             // A full socket buffer or an unreachable network drops the packet, like a link would.
             if e.kind() != io::ErrorKind::WouldBlock {
                 log::verbose(format_args!("send to {to} failed: {e}"));
@@ -223,7 +194,7 @@ impl Io {
     }
 
     fn write_tun(&self, data: &[u8]) {
-        if let Err(e) = self.tun.get_ref().file().write(data) {
+        if let Err(e) = self.tun.file().write(data) {
             if e.kind() != io::ErrorKind::WouldBlock {
                 log::verbose(format_args!("TUN write failed: {e}"));
             }
@@ -248,7 +219,6 @@ impl Io {
             let slot = &mut tx.arena[i * slot_len..(i + 1) * slot_len];
             let n = match self
                 .tun
-                .get_ref()
                 .file()
                 .read(&mut slot[HEADROOM..slot_len - TX_TAILROOM])
             {
@@ -321,8 +291,8 @@ impl Io {
 
     fn socket_for(&self, to: SocketAddr) -> Option<&UdpSocket> {
         match to {
-            SocketAddr::V4(_) => Some(self.udp4.get_ref()),
-            SocketAddr::V6(_) => self.udp6.as_ref().map(|s| s.get_ref()),
+            SocketAddr::V4(_) => Some(&self.udp4),
+            SocketAddr::V6(_) => self.udp6.as_ref(),
         }
     }
 
@@ -339,7 +309,7 @@ impl Io {
         };
         let now = Instant::now();
         for _ in 0..BATCH {
-            let (n, from, seg) = match batch::recv_gro(sock.get_ref(), buf) {
+            let (n, from, seg) = match batch::recv_gro(sock, buf) {
                 Ok(r) => r,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
                 Err(e) => {
@@ -362,11 +332,18 @@ impl Io {
 
     fn accept_clients(&mut self) {
         loop {
-            match self.uapi.get_ref().accept() {
+            match self.uapi.accept() {
                 Ok((stream, _)) => {
-                    let Ok(stream) = Async::new(stream) else {
+                    let token = self.next_client_token;
+                    if stream.set_nonblocking(true).is_err()
+                        || self
+                            .poller
+                            .add(stream.as_fd(), token, Interest::ReadWrite)
+                            .is_err()
+                    {
                         continue;
-                    };
+                    }
+                    self.next_client_token += 1;
                     if self.clients.len() >= MAX_CLIENTS {
                         // Evict the longest-idle client so a connection flood cannot lock
                         // out `wg`.
@@ -379,6 +356,7 @@ impl Io {
                     }
                     self.clients.push(Client {
                         stream,
+                        read_blocked: false,
                         inbuf: Vec::new(),
                         outbuf: Vec::new(),
                         out_pos: 0,
@@ -423,8 +401,13 @@ impl Io {
         now: Instant,
     ) -> Option<bool> {
         let c = &mut self.clients[i];
-        while c.wants_read() {
-            match c.stream.get_ref().read(&mut buf[..65536]) {
+        c.read_blocked = false;
+        loop {
+            if !c.wants_read() {
+                c.read_blocked = !c.closing;
+                break;
+            }
+            match (&c.stream).read(&mut buf[..65536]) {
                 Ok(0) => {
                     c.closing = true;
                     break;
@@ -476,7 +459,7 @@ impl Io {
         c.inbuf[..off].zeroize();
         c.inbuf.drain(..off);
         while c.out_pos < c.outbuf.len() {
-            match c.stream.get_ref().write(&c.outbuf[c.out_pos..]) {
+            match (&c.stream).write(&c.outbuf[c.out_pos..]) {
                 Ok(0) => return None,
                 Ok(n) => {
                     c.out_pos += n;
@@ -494,6 +477,7 @@ impl Io {
         if c.outbuf.is_empty() && c.closing {
             return None;
         }
+        let more = more || (c.read_blocked && c.wants_read());
         (now.saturating_duration_since(c.last_active) < CLIENT_IDLE).then_some(more)
     }
 
@@ -535,7 +519,7 @@ impl Io {
                 let applied = dev.apply(&req, now);
                 if applied.fwmark_changed && !rebound {
                     for s in std::iter::once(&self.udp4).chain(self.udp6.as_ref()) {
-                        if let Err(e) = udp::set_mark(s.get_ref(), dev.fwmark) {
+                        if let Err(e) = udp::set_mark(s, dev.fwmark) {
                             log::error(format_args!("cannot set fwmark: {e}"));
                         }
                     }
@@ -552,9 +536,9 @@ impl Io {
     /// Follows our link's notifications; an error means the interface is gone.
     fn check_link(&self, dev: &mut Device, buf: &mut [u8]) -> Result<(), io::Error> {
         let mut events = Vec::new();
-        if let Err(e) = self.link.get_ref().drain(buf, &mut events) {
+        if let Err(e) = self.link.drain(buf, &mut events) {
             // Missed notifications (ENOBUFS): ask directly whether the link still exists.
-            if crate::netlink::ifindex(&self.ifname) != Some(self.link.get_ref().ifindex()) {
+            if crate::netlink::ifindex(&self.ifname) != Some(self.link.ifindex()) {
                 return Err(e);
             }
         }
@@ -573,7 +557,8 @@ impl Io {
         Ok(())
     }
 
-    fn arm_timer(&mut self, dev: &Device) {
+    /// How long the loop may sleep: until the next protocol deadline or client idle limit.
+    fn timeout(&self, dev: &Device, now: Instant) -> Option<Duration> {
         let client_deadline = self
             .clients
             .iter()
@@ -583,76 +568,83 @@ impl Io {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        if next != self.timer_at {
-            match next {
-                Some(t) => self.timer.set_at(t),
-                None => self.timer = Timer::never(),
-            }
-            self.timer_at = next;
-        }
+        next.map(|t| t.saturating_duration_since(now))
     }
 
     /// Runs until a signal or until the interface disappears.
     pub fn run(&mut self, dev: &mut Device) -> Exit {
         let mut buf = vec![0u8; BUF_LEN];
         let mut tx = TxBatch::new(dev.mtu);
-        async_io::block_on(async {
-            // First pass looks at everything; later passes only at what woke us, plus sources
-            // that still had packets when their batch ran out.
-            let mut again = Ready {
-                tun: true,
-                udp4: true,
-                udp6: true,
-                uapi: true,
-                clients: true,
-                timer: true,
-                signal: false,
-                link: true,
+        // The first turn looks at everything; later turns at what epoll reported, plus the
+        // sources that still had input when their batch ran out (edge-triggered epoll would
+        // not report those again).
+        let mut again = Ready {
+            tun: true,
+            udp4: true,
+            udp6: true,
+            uapi: true,
+            clients: true,
+            signal: false,
+            link: true,
+        };
+        loop {
+            let timeout = if again.any() {
+                Some(Duration::ZERO)
+            } else {
+                self.timeout(dev, Instant::now())
             };
-            loop {
-                let ready = if again.any() {
-                    future::poll_once(self.wait())
-                        .await
-                        .unwrap_or_default()
-                        .or(again)
-                } else {
-                    self.wait().await
-                };
-                again = Ready::default();
-                if ready.signal && self.signals.get_ref().take() {
-                    return Exit::Signal;
-                }
-                if ready.link {
-                    if let Err(e) = self.check_link(dev, &mut buf) {
-                        return Exit::InterfaceGone(e);
-                    }
-                }
-                if ready.tun {
-                    if tx.slot_len < dev.mtu + HEADROOM + TX_TAILROOM {
-                        tx = TxBatch::new(dev.mtu); // the MTU grew
-                    }
-                    match self.drain_tun(dev, &mut tx) {
-                        Ok(more) => again.tun = more,
-                        Err(e) => return Exit::InterfaceGone(e),
-                    }
-                }
-                if ready.udp4 {
-                    again.udp4 = self.drain_udp(false, dev, &mut buf);
-                }
-                if ready.udp6 {
-                    again.udp6 = self.drain_udp(true, dev, &mut buf);
-                }
-                self.flush_outputs(dev, &mut buf);
-                if ready.uapi {
-                    self.accept_clients();
-                }
-                if ready.clients || ready.uapi || ready.timer {
-                    again.clients = self.service_clients(dev, &mut buf);
-                }
-                dev.update_timers(Instant::now());
-                self.flush_outputs(dev, &mut buf);
-                self.arm_timer(dev);
+            let mut ready = again;
+            let waited = self.poller.wait(timeout, |token| match token {
+                TUN_TOKEN => ready.tun = true,
+                UDP4_TOKEN => ready.udp4 = true,
+                UDP6_TOKEN => ready.udp6 = true,
+                UAPI_TOKEN => ready.uapi = true,
+                LINK_TOKEN => ready.link = true,
+                SIGNAL_TOKEN => ready.signal = true,
+                _ => ready.clients = true,
+            });
+            if let Err(e) = waited {
+                log::error(format_args!("epoll_wait failed: {e}"));
+                return Exit::InterfaceGone(e);
             }
-        })
+            again = Ready::default();
+            if ready.signal && self.signals.take() {
+                return Exit::Signal;
+            }
+            if ready.link {
+                if let Err(e) = self.check_link(dev, &mut buf) {
+                    return Exit::InterfaceGone(e);
+                }
+            }
+            if ready.tun {
+                if tx.slot_len < dev.mtu + HEADROOM + TX_TAILROOM {
+                    tx = TxBatch::new(dev.mtu); // the MTU grew
+                }
+                match self.drain_tun(dev, &mut tx) {
+                    Ok(more) => again.tun = more,
+                    Err(e) => return Exit::InterfaceGone(e),
+                }
+            }
+            if ready.udp4 {
+                again.udp4 = self.drain_udp(false, dev, &mut buf);
+            }
+            if ready.udp6 {
+                again.udp6 = self.drain_udp(true, dev, &mut buf);
+            }
+            self.flush_outputs(dev, &mut buf);
+            if ready.uapi {
+                self.accept_clients();
+            }
+            let now = Instant::now();
+            let clients_due = self
+                .clients
+                .iter()
+                .any(|c| now.saturating_duration_since(c.last_active) >= CLIENT_IDLE);
+            if ready.clients || ready.uapi || clients_due {
+                again.clients = self.service_clients(dev, &mut buf);
+            }
+            dev.update_timers(Instant::now());
+            self.flush_outputs(dev, &mut buf);
+        }
     }
 }

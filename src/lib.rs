@@ -14,6 +14,7 @@ pub mod log;
 pub mod netlink;
 pub mod noise;
 pub mod peer;
+pub mod poller;
 pub mod ratelimiter;
 pub mod receive;
 pub mod replay;
