@@ -3,8 +3,10 @@
 //! The protocol core (`device`, `send`, `receive`, `noise`, `cookie`, `keypair`, `timers`,
 //! `replay`, `allowedips`, `ratelimiter`, `wire`) is sans-IO: it takes bytes and `now` and
 //! says what to send or write. `event_loop`, `tun`, `udp` and `uapi_server` are the I/O shell.
+pub mod aead;
 pub mod allowedips;
 pub mod batch;
+pub mod chacha20;
 pub mod cookie;
 pub mod crypto;
 pub mod device;
@@ -15,6 +17,7 @@ pub mod netlink;
 pub mod noise;
 pub mod peer;
 pub mod poller;
+pub mod poly1305;
 pub mod ratelimiter;
 pub mod receive;
 pub mod replay;
