@@ -56,7 +56,8 @@ pub struct PeerChange {
 }
 
 impl PeerChange {
-    fn new(public_key: [u8; 32]) -> Self {
+    /// A change that names the peer and changes nothing yet.
+    pub fn new(public_key: [u8; 32]) -> Self {
         PeerChange {
             public_key,
             remove: false,

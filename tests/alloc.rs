@@ -48,18 +48,13 @@ fn config(private: [u8; 32], peer: [u8; 32], allowed: &str, endpoint: SocketAddr
     SetRequest {
         private_key: Some(Some(Zeroizing::new(private))),
         peers: vec![PeerChange {
-            public_key: peer,
-            remove: false,
-            update_only: false,
-            preshared_key: None,
             endpoint: Some(endpoint),
-            persistent_keepalive: None,
-            replace_allowed_ips: false,
             allowed_ips: vec![AllowedIpChange {
                 addr: addr.parse::<IpAddr>().unwrap(),
                 cidr: cidr.parse().unwrap(),
                 remove: false,
             }],
+            ..PeerChange::new(peer)
         }],
         ..SetRequest::default()
     }

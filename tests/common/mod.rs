@@ -104,18 +104,9 @@ pub fn ipv6(src: [u8; 16], dst: [u8; 16], payload: &[u8]) -> Vec<u8> {
 
 // ---- configuration helpers -------------------------------------------------------------
 
-/// A peer change that touches nothing but names the peer (`PeerChange` has no public ctor).
+/// A peer change that touches nothing but names the peer.
 pub fn peer_change(public_key: [u8; 32]) -> PeerChange {
-    PeerChange {
-        public_key,
-        remove: false,
-        update_only: false,
-        preshared_key: None,
-        endpoint: None,
-        persistent_keepalive: None,
-        replace_allowed_ips: false,
-        allowed_ips: Vec::new(),
-    }
+    PeerChange::new(public_key)
 }
 
 pub fn allow(addr: IpAddr, cidr: u8) -> AllowedIpChange {
