@@ -68,6 +68,8 @@ pub struct Io {
     ifname: String,
     /// UDP GSO still believed to work (switched off after the first refusal).
     gso: bool,
+    /// Largest segment GSO accepted (lowered when the path MTU is smaller than a datagram).
+    gso_max_seg: usize,
 }
 
 /// Space after a TUN packet in its slot: padding to 16 plus the tag.
@@ -147,6 +149,7 @@ impl Io {
             link,
             ifname,
             gso: true,
+            gso_max_seg: usize::MAX,
             tun,
             udp4: udp.v4,
             udp6: None,
@@ -246,7 +249,7 @@ impl Io {
             let (to, _, seg) = tx.out[j];
             let mut k = j + 1;
             let mut bytes = seg;
-            if self.gso {
+            if self.gso && seg <= self.gso_max_seg {
                 while k < tx.out.len()
                     && k - j < batch::MAX_SEGMENTS
                     && tx.out[k].0 == to
@@ -266,20 +269,32 @@ impl Io {
                 for (d, &(_, i, len)) in segs.iter_mut().zip(&tx.out[j..k]) {
                     *d = slot(i, len);
                 }
-                match self
+                let sent = self
                     .socket_for(to)
-                    .map(|s| batch::send_segments(s, to, &segs[..k - j], seg))
-                {
-                    Some(Err(e)) if gso_unsupported(&e) => {
+                    .map(|s| batch::send_segments(s, to, &segs[..k - j], seg));
+                if let Some(Err(e)) = sent {
+                    let one_by_one = if gso_unsupported(&e) {
                         log::info(format_args!(
                             "UDP GSO unavailable ({e}), sending one datagram per call"
                         ));
                         self.gso = false;
+                        true
+                    } else if e.raw_os_error() == Some(libc::EMSGSIZE) {
+                        // The path MTU is below our datagram size: GSO refuses to build
+                        // fragments, single sends let the kernel fragment as usual.
+                        log::verbose(format_args!(
+                            "UDP GSO refused {seg}-byte segments to {to} ({e})"
+                        ));
+                        self.gso_max_seg = seg - 1;
+                        true
+                    } else {
+                        false // full socket buffer: dropped, as a congested link would
+                    };
+                    if one_by_one {
                         for &(_, i, len) in &tx.out[j..k] {
                             self.send_udp(to, slot(i, len));
                         }
                     }
-                    _ => {}
                 }
             } else {
                 let (_, i, len) = tx.out[j];

@@ -116,6 +116,25 @@ iperf_test() {
 	fi
 }
 
+# Outer path MTU below the tunnel's datagram size (1420 + 32 + headers > 1400): the
+# sender must still get full-size packets across (the kernel fragments them). A
+# sender that batches with UDP GSO gets EMSGSIZE here and must fall back.
+outer_mtu_test() {
+	local name="v4.outer-mtu-1400.iperf3-10M"
+	if ! ip -n "$NT_NS_A" link set "$NT_VETH_A" mtu 1400 ||
+		! ip -n "$NT_NS_B" link set "$NT_VETH_B" mtu 1400; then
+		nt_fail "$name" "cannot lower the veth MTU"
+		return
+	fi
+	if nt_iperf "$NT_NS_A" "$NT_NS_B" "$NT_IN4_B" -n 10M && ((NT_IPERF_SENT >= 10485760)); then
+		nt_pass "$name" "$NT_IPERF_MBPS Mbit/s with fragmented outer datagrams"
+	else
+		nt_fail "$name" "iperf3: sent=$NT_IPERF_SENT received=$NT_IPERF_RECV"
+	fi
+	ip -n "$NT_NS_A" link set "$NT_VETH_A" mtu 1500
+	ip -n "$NT_NS_B" link set "$NT_VETH_B" mtu 1500
+}
+
 roam_replies() { grep -c 'bytes from' "$1" 2>/dev/null || true; }
 roam_replies_at_least() {
 	local n
@@ -175,6 +194,7 @@ wg_stats_checks v4
 
 if [[ $tunnel_ok -eq 1 ]]; then
 	iperf_test
+	outer_mtu_test
 	roam_test
 else
 	nt_fail "v4.iperf3-$IPERF_SIZE.A-to-B" "no tunnel"

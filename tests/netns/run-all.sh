@@ -82,7 +82,7 @@ for entry in "${entries[@]}"; do
 	fi
 	total_pass=$((total_pass + p))
 	total_fail=$((total_fail + f))
-	rate=$(grep -oE 'iperf3-[^ ]+ \([0-9.]+ Mbit/s' "$out" | grep -oE '[0-9.]+ Mbit/s' || true)
+	rate=$(grep -oE 'iperf3-[0-9]+[KMG]?\.A-to-B \([0-9.]+ Mbit/s' "$out" | grep -oE '[0-9.]+ Mbit/s' | head -1 || true)
 	results+=("$(printf '%-28s %3d passed %3d failed  rc=%-3d %4ds  %s' "$label" "$p" "$f" "$rc" $((SECONDS - t0)) "${rate:+iperf3 $rate}")")
 done
 
