@@ -1,8 +1,8 @@
 //! A peer: its static key, handshake, keypairs, timers, endpoint, staged packets and counters.
 
 use crate::cookie::CookieState;
-use crate::keypair::Keypairs;
-use crate::noise::{Handshake, Identity};
+use crate::keypair::{Keypair, Keypairs};
+use crate::noise::{Handshake, Identity, SessionKeys};
 use crate::timers::Timers;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -50,6 +50,24 @@ impl Peer {
             last_initiation_sent: None,
             sent_lastminute_handshake: false,
         }
+    }
+
+    /// Installs the keys of a completed handshake and accounts for the authenticated message
+    /// from `from` that completed it. Returns the local indices of keypairs it displaced.
+    pub fn begin_session(
+        &mut self,
+        keys: SessionKeys,
+        now: Instant,
+        from: SocketAddr,
+        rx_len: usize,
+    ) -> [Option<u32>; 2] {
+        let dropped = self.keypairs.insert(Keypair::new(keys, now));
+        self.endpoint = Some(from);
+        self.rx_bytes += rx_len as u64;
+        self.timers.any_authenticated_packet_received();
+        self.timers.any_authenticated_packet_traversal(now);
+        self.timers.session_derived(now);
+        dropped
     }
 
     pub fn has_psk(&self) -> bool {

@@ -111,19 +111,12 @@ impl Device {
         let Some(keys) = peer.handshake.derive_keys() else {
             return Verdict::Done;
         };
-        let dropped = peer
-            .keypairs
-            .insert(crate::keypair::Keypair::new(keys, now));
-        peer.endpoint = Some(src);
+        let dropped = peer.begin_session(keys, now, src, len);
         // A response counts as a sent handshake (as in the kernel): until the initiator
         // confirms the keys, our own packets wait instead of starting a crossing handshake.
         peer.last_initiation_sent = Some(now);
-        peer.rx_bytes += len as u64;
         peer.tx_bytes += resp.len() as u64;
-        peer.timers.any_authenticated_packet_received();
-        peer.timers.any_authenticated_packet_traversal(now);
         peer.timers.any_authenticated_packet_sent();
-        peer.timers.session_derived(now);
         log::verbose(format_args!(
             "{}: handshake initiation received, sending response",
             short_key(&peer.public_key)
@@ -161,17 +154,10 @@ impl Device {
         let Some(keys) = peer.handshake.derive_keys() else {
             return Verdict::Done;
         };
-        let dropped = peer
-            .keypairs
-            .insert(crate::keypair::Keypair::new(keys, now));
-        peer.endpoint = Some(src);
-        peer.rx_bytes += len as u64;
+        let dropped = peer.begin_session(keys, now, src, len);
         peer.last_handshake = Some(now);
         peer.sent_lastminute_handshake = false;
-        peer.timers.any_authenticated_packet_received();
-        peer.timers.any_authenticated_packet_traversal(now);
         peer.timers.handshake_complete();
-        peer.timers.session_derived(now);
         log::info(format_args!(
             "{}: handshake complete (initiator), endpoint {}",
             short_key(&peer.public_key),
