@@ -115,7 +115,7 @@ bench_pick_sc_tool() {
 # taskset runs first, so every thread the daemon ever creates inherits the
 # affinity (pinning after start would miss threads spawned later).
 bench_start_daemon() {
-	local impl=$1 ns=$2 ifname=$3 cpu=$4 max=$5 bin log pid
+	local impl=$1 ns=$2 ifname=$3 cpu=$4 max=$5 bin log
 	local -a cmd
 	bin=$(bench_impl_bin "$impl") || return 1
 	case $impl in
@@ -130,15 +130,7 @@ bench_start_daemon() {
 	# logging must not be part of what is measured (boringtun's default is
 	# already errors only).
 	LOG_LEVEL=error ip netns exec "$ns" taskset -c "$cpu" timeout -k 5 "$max" "${cmd[@]}" >>"$log" 2>&1 &
-	pid=$!
-	NT_BG_PIDS+=("$pid")
-	NT_DAEMON_PID[$ifname]=$pid
-	NT_DAEMON_IMPL[$ifname]=$impl
-	NT_IFACES+=("$ifname")
-	if ! nt_wait_until 10 nt_daemon_ready "$ns" "$ifname" "$pid"; then
-		printf 'daemon %s (%s) did not come up within 10 s\n' "$ifname" "$impl" >>"$log"
-		return 1
-	fi
+	nt_track_daemon $! "$ns" "$ifname" "$impl" "$log" || return 1
 }
 
 # PID of the daemon proper (its guard is `timeout`); refuse to measure the

@@ -261,10 +261,24 @@ nt_daemon_ready() {
 	nt_sock_exists "$ifname" && nt_link_exists "$ns" "$ifname"
 }
 
+# nt_track_daemon PID NS IFNAME IMPL LOG: record a daemon just started in the
+# background (for cleanup and lookups) and wait, bounded, until it serves its socket.
+nt_track_daemon() {
+	local pid=$1 ns=$2 ifname=$3 impl=$4 log=$5
+	NT_BG_PIDS+=("$pid")
+	NT_DAEMON_PID[$ifname]=$pid
+	NT_DAEMON_IMPL[$ifname]=$impl
+	NT_IFACES+=("$ifname")
+	if ! nt_wait_until 10 nt_daemon_ready "$ns" "$ifname" "$pid"; then
+		printf 'daemon %s (%s) did not come up within 10 s\n' "$ifname" "$impl" >>"$log"
+		return 1
+	fi
+}
+
 # nt_start_daemon IMPL NS IFNAME: start IMPL in the foreground (as a tracked
 # background job, logging to the temp dir); wait until TUN and socket exist.
 nt_start_daemon() {
-	local impl=$1 ns=$2 ifname=$3 bin log pid
+	local impl=$1 ns=$2 ifname=$3 bin log
 	local -a cmd
 	bin=$(nt_impl_bin "$impl") || return 1
 	log="$NT_TMP/daemon-$ifname-$impl.log"
@@ -279,15 +293,7 @@ nt_start_daemon() {
 	esac
 	printf '\n===== %s start: %s\n' "$(date +%T.%3N)" "${cmd[*]}" >>"$log"
 	LOG_LEVEL=verbose ip netns exec "$ns" timeout -k 5 "$NT_DAEMON_MAX_S" "${cmd[@]}" >>"$log" 2>&1 &
-	pid=$!
-	NT_BG_PIDS+=("$pid")
-	NT_DAEMON_PID[$ifname]=$pid
-	NT_DAEMON_IMPL[$ifname]=$impl
-	NT_IFACES+=("$ifname")
-	if ! nt_wait_until 10 nt_daemon_ready "$ns" "$ifname" "$pid"; then
-		printf 'daemon %s (%s) did not come up within 10 s\n' "$ifname" "$impl" >>"$log"
-		return 1
-	fi
+	nt_track_daemon $! "$ns" "$ifname" "$impl" "$log" || return 1
 	if [[ $impl == boringtun ]]; then
 		# boringtun leaves the TUN at 1500; match the WireGuard default.
 		ip -n "$ns" link set dev "$ifname" mtu 1420 || return 1
