@@ -351,6 +351,9 @@ bench_measure_sc() {
 	for k in "${!s0[@]}"; do
 		REC[d_$k]=$((${s1[$k]:-0} - ${s0[$k]}))
 	done
+	# Payload bytes of the run: TUN packet counts stop meaning wire packets once a daemon
+	# uses TUN offload (one TSO read or coalesced write carries many), bytes do not.
+	REC[bytes]=$(jq -r '.end.sum_received.bytes // 0' "$NT_TMP/sc-$tag.json" 2>/dev/null || echo 0)
 	REC[rc]=$rc
 	[[ $rc -eq 0 && ${REC[sc_a]:-0} -gt 0 && ${REC[sc_b]:-0} -gt 0 ]]
 }

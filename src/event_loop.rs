@@ -7,6 +7,7 @@ use crate::batch;
 use crate::device::{Device, Verdict};
 use crate::log;
 use crate::netlink::{LinkEvent, LinkMonitor};
+use crate::offload;
 use crate::poller::{Interest, Poller};
 use crate::signals::SignalFd;
 use crate::tun::Tun;
@@ -81,16 +82,79 @@ struct TxBatch {
     arena: Vec<u8>,
     slot_len: usize,
     out: Vec<(SocketAddr, usize, usize)>,
+    /// With TUN offload: where a TCP super-packet is assembled before it is cut into slots.
+    /// A read fills the current slot first and spills the rest here, after room for what
+    /// the slot took, so an ordinary packet lands in its slot with no copy at all.
+    spill: Vec<u8>,
 }
 
+/// Largest packet a TUN read returns with TSO on (IP's 16-bit length).
+const TUN_MAX_PACKET: usize = 65535;
+/// Segments one `drain_tun` turn may produce with TUN offload before it lets the other
+/// sources run (about what BATCH plain reads would bring).
+const TX_SEGMENT_BUDGET: usize = 2 * BATCH;
+
 impl TxBatch {
-    fn new(mtu: usize) -> TxBatch {
+    fn new(mtu: usize, vnet: bool) -> TxBatch {
         let slot_len = (mtu.max(1280) + HEADROOM + TX_TAILROOM).next_multiple_of(64);
         TxBatch {
             arena: vec![0; slot_len * BATCH],
             slot_len,
             out: Vec::with_capacity(BATCH),
+            spill: if vnet {
+                vec![0; slot_len + TUN_MAX_PACKET]
+            } else {
+                Vec::new()
+            },
         }
+    }
+
+    /// Packet bytes a slot holds (its read window).
+    fn slot_cap(&self) -> usize {
+        self.slot_len - HEADROOM - TX_TAILROOM
+    }
+}
+
+/// One TUN read into `head` and, past its end, `spill` (readv); returns the bytes read.
+#[allow(unsafe_code)] // readv has no safe std API for a raw fd
+fn read_tun_split(tun: &Tun, head: &mut [u8], spill: &mut [u8]) -> io::Result<usize> {
+    use std::os::fd::AsRawFd;
+    let iov = [
+        libc::iovec {
+            iov_base: head.as_mut_ptr() as *mut libc::c_void,
+            iov_len: head.len(),
+        },
+        libc::iovec {
+            iov_base: spill.as_mut_ptr() as *mut libc::c_void,
+            iov_len: spill.len(),
+        },
+    ];
+    // SAFETY: both iovecs point into live, exclusively borrowed buffers of the stated sizes.
+    let r = unsafe { libc::readv(tun.file().as_raw_fd(), iov.as_ptr(), 2) };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r as usize)
+    }
+}
+
+/// One TUN write gathering `parts` (writev).
+#[allow(unsafe_code)] // writev has no safe std API for a raw fd
+fn write_tun_parts(tun: &Tun, parts: &[&[u8]]) -> io::Result<usize> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: iovec is plain data; zeroed is valid.
+    let mut iov: [libc::iovec; offload::MAX_COALESCE] = unsafe { std::mem::zeroed() };
+    let n = parts.len().min(offload::MAX_COALESCE);
+    for (v, p) in iov.iter_mut().zip(&parts[..n]) {
+        v.iov_base = p.as_ptr() as *mut libc::c_void;
+        v.iov_len = p.len();
+    }
+    // SAFETY: the iovecs point into live buffers of the stated sizes; writev only reads them.
+    let r = unsafe { libc::writev(tun.file().as_raw_fd(), iov.as_ptr(), n as libc::c_int) };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r as usize)
     }
 }
 
@@ -196,8 +260,16 @@ impl Io {
         }
     }
 
-    fn write_tun(&self, data: &[u8]) {
-        if let Err(e) = self.tun.file().write(data) {
+    /// Writes the packet `buf[start..start + len]`; with TUN offload, the virtio-net header
+    /// (no GSO, no checksum to do) goes into the `VNET_HDR_LEN` bytes before it, which
+    /// hold the already consumed data-message header.
+    fn write_tun(&self, buf: &mut [u8], start: usize, len: usize) {
+        let vh = self.tun.vnet_hdr_len();
+        let Some(from) = start.checked_sub(vh) else {
+            return;
+        };
+        buf[from..start].fill(0);
+        if let Err(e) = self.tun.file().write(&buf[from..start + len]) {
             if e.kind() != io::ErrorKind::WouldBlock {
                 log::verbose(format_args!("TUN write failed: {e}"));
             }
@@ -214,6 +286,9 @@ impl Io {
     /// Reads up to BATCH packets from the TUN device, each into its own slot where it is
     /// encrypted in place, then sends them all; true if more may be waiting.
     fn drain_tun(&mut self, dev: &mut Device, tx: &mut TxBatch) -> Result<bool, io::Error> {
+        if self.tun.vnet_hdr_len() != 0 {
+            return self.drain_tun_offload(dev, tx);
+        }
         let now = Instant::now();
         tx.out.clear();
         let slot_len = tx.slot_len;
@@ -235,6 +310,112 @@ impl Io {
             };
             if let Verdict::SendUdp { to, len } = dev.encapsulate(now, slot, n) {
                 tx.out.push((udp::canonical(to), i, len));
+            }
+        }
+        self.send_batch(tx);
+        Ok(more)
+    }
+
+    /// `drain_tun` with TUN offload: every read is a virtio-net header and a packet. A plain
+    /// packet is encrypted where it was read (its checksum completed first if the kernel
+    /// left it partial); a TCP super-packet is cut into MTU-sized segments, each written
+    /// into the next slot (the one copy it costs) and encrypted there. A batch whose slots
+    /// run out is sent and the slots reused. True if more may be waiting.
+    fn drain_tun_offload(&mut self, dev: &mut Device, tx: &mut TxBatch) -> Result<bool, io::Error> {
+        let now = Instant::now();
+        tx.out.clear();
+        let (slot_len, cap) = (tx.slot_len, tx.slot_cap());
+        let vh = offload::VNET_HDR_LEN;
+        let mut i = 0; // next free slot
+        let mut produced = 0;
+        let mut more = true;
+        for _ in 0..BATCH {
+            if produced >= TX_SEGMENT_BUDGET {
+                break;
+            }
+            if i == BATCH {
+                self.send_batch(tx);
+                tx.out.clear();
+                i = 0;
+            }
+            let base = i * slot_len;
+            let (head, spill) = (
+                &mut tx.arena[base + HEADROOM - vh..base + HEADROOM + cap],
+                &mut tx.spill[cap..],
+            );
+            let n = match read_tun_split(&self.tun, head, spill) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    more = false;
+                    break;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            let Some(hdr) = offload::VnetHdr::parse(&tx.arena[base + HEADROOM - vh..]) else {
+                continue;
+            };
+            let len = n.saturating_sub(vh);
+            if !hdr.is_gso() {
+                if len > cap {
+                    continue; // larger than the MTU without GSO: nothing sane to send
+                }
+                let slot = &mut tx.arena[base..base + slot_len];
+                if hdr.flags & offload::F_NEEDS_CSUM != 0
+                    && !offload::complete_csum(
+                        &mut slot[HEADROOM..HEADROOM + len],
+                        hdr.csum_start as usize,
+                        hdr.csum_offset as usize,
+                    )
+                {
+                    continue;
+                }
+                if let Verdict::SendUdp { to, len } = dev.encapsulate(now, slot, len) {
+                    tx.out.push((udp::canonical(to), i, len));
+                }
+                i += 1;
+                produced += 1;
+                continue;
+            }
+            // A super-packet: make it contiguous in `spill` (the slot held its start).
+            let head_len = len.min(cap);
+            tx.spill[..head_len]
+                .copy_from_slice(&tx.arena[base + HEADROOM..base + HEADROOM + head_len]);
+            let Some(mut segs) = offload::TcpSegments::new(&hdr, &tx.spill[..len]) else {
+                log::verbose(format_args!(
+                    "TUN: dropped a GSO packet we cannot cut (type {})",
+                    hdr.gso_type
+                ));
+                continue;
+            };
+            if segs.max_segment_len() > cap {
+                log::verbose(format_args!(
+                    "TUN: dropped a GSO packet with {}-byte segments",
+                    segs.max_segment_len()
+                ));
+                continue;
+            }
+            // Keep one super-packet in one UDP GSO send where it fits.
+            if i + segs.remaining() > BATCH && i > 0 {
+                self.send_batch(tx);
+                tx.out.clear();
+                i = 0;
+            }
+            loop {
+                if i == BATCH {
+                    self.send_batch(tx);
+                    tx.out.clear();
+                    i = 0;
+                }
+                let slot = &mut tx.arena[i * slot_len..(i + 1) * slot_len];
+                let Some(seg_len) = segs.next_into(&mut slot[HEADROOM..HEADROOM + cap]) else {
+                    break;
+                };
+                if let Verdict::SendUdp { to, len } = dev.encapsulate(now, slot, seg_len) {
+                    tx.out.push((udp::canonical(to), i, len));
+                }
+                i += 1;
+                produced += 1;
             }
         }
         self.send_batch(tx);
@@ -311,9 +492,26 @@ impl Io {
         }
     }
 
+    /// Writes a coalesced group (with TUN offload), or nothing if it is empty.
+    fn flush_group(&self, co: &mut offload::TcpCoalescer, buf: &mut [u8]) {
+        if let Some(Err(e)) = co.flush(buf, |parts| write_tun_parts(&self.tun, parts)) {
+            if e.kind() != io::ErrorKind::WouldBlock {
+                log::verbose(format_args!("TUN write failed: {e}"));
+            }
+        }
+    }
+
     /// Reads up to BATCH receive calls (each may carry a GRO train of datagrams); true if
-    /// more may be waiting.
-    fn drain_udp(&self, v6: bool, dev: &mut Device, buf: &mut [u8]) -> bool {
+    /// more may be waiting. With TUN offload, consecutive TCP segments of one flow within a
+    /// train go to the TUN as one GSO write (see `offload::TcpCoalescer`).
+    fn drain_udp(
+        &self,
+        v6: bool,
+        dev: &mut Device,
+        buf: &mut [u8],
+        co: &mut offload::TcpCoalescer,
+    ) -> bool {
+        let vnet = self.tun.vnet_hdr_len() != 0;
         let sock = if v6 {
             match &self.udp6 {
                 Some(s) => s,
@@ -333,14 +531,29 @@ impl Io {
                 }
             };
             let from = udp::canonical(from);
-            for chunk in buf[..n].chunks_mut(seg) {
+            let mut off = 0;
+            while off < n {
+                let end = (off + seg).min(n);
+                let chunk = &mut buf[off..end];
                 let len = chunk.len();
                 match dev.decapsulate(now, from, chunk, len) {
-                    Verdict::WriteTun { start, len } => self.write_tun(&chunk[start..start + len]),
+                    Verdict::WriteTun { start, len } if vnet => {
+                        let start = off + start;
+                        if !co.add(buf, start, len) {
+                            self.flush_group(co, buf);
+                            if !co.add(buf, start, len) {
+                                self.write_tun(buf, start, len);
+                            }
+                        }
+                    }
+                    Verdict::WriteTun { start, len } => self.write_tun(chunk, start, len),
                     Verdict::SendUdp { to, len } => self.send_udp(to, &chunk[..len]),
                     Verdict::Done | Verdict::Drop(_) => {}
                 }
+                off = end;
             }
+            // The next receive reuses the buffer the group points into.
+            self.flush_group(co, buf);
         }
         true
     }
@@ -589,7 +802,9 @@ impl Io {
     /// Runs until a signal or until the interface disappears.
     pub fn run(&mut self, dev: &mut Device) -> Exit {
         let mut buf = vec![0u8; BUF_LEN];
-        let mut tx = TxBatch::new(dev.mtu);
+        let vnet = self.tun.vnet_hdr_len() != 0;
+        let mut tx = TxBatch::new(dev.mtu, vnet);
+        let mut co = offload::TcpCoalescer::default();
         // The first turn looks at everything; later turns at what epoll reported, plus the
         // sources that still had input when their batch ran out (edge-triggered epoll would
         // not report those again).
@@ -633,7 +848,7 @@ impl Io {
             }
             if ready.tun {
                 if tx.slot_len < dev.mtu + HEADROOM + TX_TAILROOM {
-                    tx = TxBatch::new(dev.mtu); // the MTU grew
+                    tx = TxBatch::new(dev.mtu, vnet); // the MTU grew
                 }
                 match self.drain_tun(dev, &mut tx) {
                     Ok(more) => again.tun = more,
@@ -641,10 +856,10 @@ impl Io {
                 }
             }
             if ready.udp4 {
-                again.udp4 = self.drain_udp(false, dev, &mut buf);
+                again.udp4 = self.drain_udp(false, dev, &mut buf, &mut co);
             }
             if ready.udp6 {
-                again.udp6 = self.drain_udp(true, dev, &mut buf);
+                again.udp6 = self.drain_udp(true, dev, &mut buf, &mut co);
             }
             self.flush_outputs(dev, &mut buf);
             if ready.uapi {

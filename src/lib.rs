@@ -15,6 +15,7 @@ pub mod keypair;
 pub mod log;
 pub mod netlink;
 pub mod noise;
+pub mod offload;
 pub mod peer;
 pub mod poller;
 pub mod poly1305;

@@ -1,0 +1,737 @@
+//! TUN offload (IFF_VNET_HDR): the virtio-net header that prefixes every TUN read and write,
+//! TCP segmentation of the super-packets the kernel hands us with TSO enabled, and the
+//! Internet checksum to complete what the kernel left partial.
+//!
+//! Everything here is pure (bytes in, bytes out) and allocates nothing. The kernel writes the
+//! header's 16-bit fields in native byte order for a TUN device without TUNSETVNETLE/BE
+//! (legacy virtio), so they are read and written natively.
+
+/// Size of `struct virtio_net_hdr` (the TUN default; we never change it).
+pub const VNET_HDR_LEN: usize = 10;
+/// `flags`: checksum from `csum_start` to the end, stored at `csum_start + csum_offset`.
+pub const F_NEEDS_CSUM: u8 = 1;
+pub const GSO_NONE: u8 = 0;
+pub const GSO_TCPV4: u8 = 1;
+pub const GSO_TCPV6: u8 = 4;
+/// `gso_type` bit: the flow uses ECN (CWR goes on the first segment only).
+pub const GSO_ECN: u8 = 0x80;
+
+const TCP_FIN: u8 = 0x01;
+const TCP_PSH: u8 = 0x08;
+const TCP_CWR: u8 = 0x80;
+const PROTO_TCP: u8 = 6;
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct VnetHdr {
+    pub flags: u8,
+    pub gso_type: u8,
+    pub hdr_len: u16,
+    pub gso_size: u16,
+    pub csum_start: u16,
+    pub csum_offset: u16,
+}
+
+impl VnetHdr {
+    pub fn parse(b: &[u8]) -> Option<VnetHdr> {
+        let b = b.get(..VNET_HDR_LEN)?;
+        let u = |i: usize| u16::from_ne_bytes([b[i], b[i + 1]]);
+        Some(VnetHdr {
+            flags: b[0],
+            gso_type: b[1],
+            hdr_len: u(2),
+            gso_size: u(4),
+            csum_start: u(6),
+            csum_offset: u(8),
+        })
+    }
+
+    pub fn write(&self, b: &mut [u8]) {
+        b[0] = self.flags;
+        b[1] = self.gso_type;
+        b[2..4].copy_from_slice(&self.hdr_len.to_ne_bytes());
+        b[4..6].copy_from_slice(&self.gso_size.to_ne_bytes());
+        b[6..8].copy_from_slice(&self.csum_start.to_ne_bytes());
+        b[8..10].copy_from_slice(&self.csum_offset.to_ne_bytes());
+    }
+
+    pub fn is_gso(&self) -> bool {
+        self.gso_type != GSO_NONE
+    }
+}
+
+/// Adds `data` to a ones' complement sum kept in native byte order (RFC 1071: the sum of
+/// byte-swapped words is the byte-swapped sum, so `fold` converts once at the end). `data`
+/// must start at an even offset of the checksummed range unless it is the last piece.
+pub fn sum(mut acc: u64, data: &[u8]) -> u64 {
+    let mut chunks = data.chunks_exact(8);
+    for c in &mut chunks {
+        let w = u64::from_ne_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+        let (s, carry) = acc.overflowing_add(w);
+        acc = s + carry as u64;
+    }
+    let rest = chunks.remainder();
+    if !rest.is_empty() {
+        let mut tail = [0u8; 8];
+        tail[..rest.len()].copy_from_slice(rest);
+        let (s, carry) = acc.overflowing_add(u64::from_ne_bytes(tail));
+        acc = s + carry as u64;
+    }
+    acc
+}
+
+/// Folds a `sum` accumulator to the 16-bit ones' complement sum, as a network-order value.
+pub fn fold(acc: u64) -> u16 {
+    let mut s = (acc >> 32) + (acc & 0xffff_ffff);
+    s = (s >> 32) + (s & 0xffff_ffff);
+    s = (s >> 16) + (s & 0xffff);
+    s = (s >> 16) + (s & 0xffff);
+    u16::from_be(s as u16)
+}
+
+/// The value to store in a checksum field (network order): the complement of the sum, with
+/// a result of zero sent as 0xffff (equivalent for TCP, required for UDP).
+fn finish(acc: u64) -> u16 {
+    match !fold(acc) {
+        0 => 0xffff,
+        c => c,
+    }
+}
+
+/// Completes a checksum the kernel left partial (VIRTIO_NET_HDR_F_NEEDS_CSUM): the field
+/// already holds the pseudo-header sum, so summing from `start` to the end and storing the
+/// complement gives the full checksum. False if the offsets do not fit the packet.
+pub fn complete_csum(pkt: &mut [u8], start: usize, offset: usize) -> bool {
+    let field = start + offset;
+    if field + 2 > pkt.len() {
+        return false;
+    }
+    let c = finish(sum(0, &pkt[start..]));
+    pkt[field..field + 2].copy_from_slice(&c.to_be_bytes());
+    true
+}
+
+/// Sum of the TCP/UDP pseudo-header for IPv4 (`ip` is the IPv4 header) or IPv6.
+fn pseudo_sum(ip: &[u8], v6: bool, l4_len: usize) -> u64 {
+    let addrs = if v6 { &ip[8..40] } else { &ip[12..20] };
+    // Length and protocol as big-endian words, in the same native view `sum` uses.
+    let mut extra = [0u8; 8];
+    extra[0..4].copy_from_slice(&(l4_len as u32).to_be_bytes());
+    extra[7] = PROTO_TCP;
+    sum(sum(0, addrs), &extra)
+}
+
+/// Cuts a TCP super-packet (TSO, `gso_type` TCPV4 or TCPV6) into segments of `gso_size`
+/// payload bytes each, written one at a time into caller buffers, with every header and
+/// checksum complete. Holds nothing but offsets into the super-packet.
+pub struct TcpSegments<'a> {
+    pkt: &'a [u8],
+    v6: bool,
+    /// Offset of the TCP header.
+    l4: usize,
+    /// IP + TCP headers.
+    hdr_len: usize,
+    mss: usize,
+    /// Next segment number.
+    index: usize,
+    count: usize,
+}
+
+impl<'a> TcpSegments<'a> {
+    /// `None` if the header or the packet is not a TCP super-packet we can cut.
+    pub fn new(h: &VnetHdr, pkt: &'a [u8]) -> Option<TcpSegments<'a>> {
+        let v6 = match h.gso_type & !GSO_ECN {
+            GSO_TCPV4 => false,
+            GSO_TCPV6 => true,
+            _ => return None,
+        };
+        let mss = h.gso_size as usize;
+        let ip_min = if v6 { 40 } else { 20 };
+        if mss == 0 || pkt.len() < ip_min {
+            return None;
+        }
+        let l4 = if v6 {
+            if pkt[0] >> 4 != 6 {
+                return None;
+            }
+            if h.flags & F_NEEDS_CSUM != 0 {
+                h.csum_start as usize // past any extension headers
+            } else if pkt[6] == PROTO_TCP {
+                40
+            } else {
+                return None;
+            }
+        } else {
+            if pkt[0] >> 4 != 4 || pkt[9] != PROTO_TCP {
+                return None;
+            }
+            (pkt[0] & 0xf) as usize * 4
+        };
+        if l4 < ip_min || l4 + 20 > pkt.len() {
+            return None;
+        }
+        let doff = (pkt[l4 + 12] >> 4) as usize * 4;
+        let hdr_len = l4 + doff;
+        if doff < 20 || hdr_len > pkt.len() {
+            return None;
+        }
+        let payload = pkt.len() - hdr_len;
+        Some(TcpSegments {
+            pkt,
+            v6,
+            l4,
+            hdr_len,
+            mss,
+            index: 0,
+            count: payload.div_ceil(mss).max(1),
+        })
+    }
+
+    /// Segments left to write.
+    pub fn remaining(&self) -> usize {
+        self.count - self.index
+    }
+
+    /// Size of the largest segment (the first).
+    pub fn max_segment_len(&self) -> usize {
+        self.hdr_len + self.mss.min(self.pkt.len() - self.hdr_len)
+    }
+
+    /// Writes the next segment to the start of `out` (at least `max_segment_len` bytes) and
+    /// returns its length; `None` when all are written.
+    pub fn next_into(&mut self, out: &mut [u8]) -> Option<usize> {
+        if self.index == self.count {
+            return None;
+        }
+        let (k, h, l4) = (self.index, self.hdr_len, self.l4);
+        self.index += 1;
+        let start = h + k * self.mss;
+        let end = (start + self.mss).min(self.pkt.len());
+        let len = h + (end - start);
+        let out = &mut out[..len];
+        out[..h].copy_from_slice(&self.pkt[..h]);
+        out[h..].copy_from_slice(&self.pkt[start..end]);
+
+        if self.v6 {
+            out[4..6].copy_from_slice(&((len - 40) as u16).to_be_bytes());
+        } else {
+            out[2..4].copy_from_slice(&(len as u16).to_be_bytes());
+            let id = u16::from_be_bytes([out[4], out[5]]).wrapping_add(k as u16);
+            out[4..6].copy_from_slice(&id.to_be_bytes());
+            out[10..12].fill(0);
+            let c = !fold(sum(0, &out[..l4]));
+            out[10..12].copy_from_slice(&c.to_be_bytes());
+        }
+        let seq = u32::from_be_bytes([out[l4 + 4], out[l4 + 5], out[l4 + 6], out[l4 + 7]])
+            .wrapping_add((k * self.mss) as u32);
+        out[l4 + 4..l4 + 8].copy_from_slice(&seq.to_be_bytes());
+        if k != 0 {
+            out[l4 + 13] &= !TCP_CWR;
+        }
+        if self.index != self.count {
+            out[l4 + 13] &= !(TCP_FIN | TCP_PSH);
+        }
+        out[l4 + 16..l4 + 18].fill(0);
+        let c = finish(sum(pseudo_sum(out, self.v6, len - l4), &out[l4..]));
+        out[l4 + 16..l4 + 18].copy_from_slice(&c.to_be_bytes());
+        Some(len)
+    }
+}
+
+/// Most packets one coalesced TUN write carries (each is one iovec of the `writev`).
+pub const MAX_COALESCE: usize = 64;
+const TCP_ACK: u8 = 0x10;
+
+/// Groups consecutive TCP segments of one flow, decrypted in place in one receive buffer,
+/// into one GSO write to the TUN device (what GRO does for a NIC): the first packet's
+/// headers describe the whole group and the later packets contribute only their payload,
+/// gathered by `writev` straight from where they were decrypted. The rules are strict:
+/// same IP and TCP headers except lengths, IPv4 id and checksums; only ACK (PSH on the
+/// last); consecutive sequence numbers; equal payload sizes, of which only the last may
+/// be shorter. Anything else is written on its own.
+pub struct TcpCoalescer {
+    /// (start, len) of each packet of the group in the caller's buffer.
+    pkts: [(usize, usize); MAX_COALESCE],
+    n: usize,
+    v6: bool,
+    l4: usize,
+    hdr_len: usize,
+    gso_size: usize,
+    /// IP length of the group so far (headers once, every payload).
+    total: usize,
+    next_seq: u32,
+    /// A short or PSH segment ends the group.
+    closed: bool,
+}
+
+/// Where a parsed candidate's fields are.
+struct Candidate {
+    v6: bool,
+    l4: usize,
+    hdr_len: usize,
+    seq: u32,
+    payload: usize,
+    psh: bool,
+}
+
+fn candidate(p: &[u8]) -> Option<Candidate> {
+    let (v6, l4) = match p.first()? >> 4 {
+        4 if p.len() >= 20 => {
+            // Not a fragment (MF clear, offset zero), TCP.
+            if p[9] != PROTO_TCP || u16::from_be_bytes([p[6], p[7]]) & 0x3fff != 0 {
+                return None;
+            }
+            (false, (p[0] & 0xf) as usize * 4)
+        }
+        6 if p.len() >= 40 && p[6] == PROTO_TCP => (true, 40),
+        _ => return None,
+    };
+    if l4 < 20 || l4 + 20 > p.len() {
+        return None;
+    }
+    let hdr_len = l4 + (p[l4 + 12] >> 4) as usize * 4;
+    if hdr_len < l4 + 20 || hdr_len >= p.len() || p[l4 + 13] & !TCP_PSH != TCP_ACK {
+        return None;
+    }
+    Some(Candidate {
+        v6,
+        l4,
+        hdr_len,
+        seq: u32::from_be_bytes([p[l4 + 4], p[l4 + 5], p[l4 + 6], p[l4 + 7]]),
+        payload: p.len() - hdr_len,
+        psh: p[l4 + 13] & TCP_PSH != 0,
+    })
+}
+
+impl Default for TcpCoalescer {
+    fn default() -> Self {
+        TcpCoalescer {
+            pkts: [(0, 0); MAX_COALESCE],
+            n: 0,
+            v6: false,
+            l4: 0,
+            hdr_len: 0,
+            gso_size: 0,
+            total: 0,
+            next_seq: 0,
+            closed: false,
+        }
+    }
+}
+
+impl TcpCoalescer {
+    /// Packets in the current group.
+    pub fn len(&self) -> usize {
+        self.n
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
+    /// Adds the packet `buf[start..start + len]` to the group, or starts a group with it if
+    /// there is none. False: it does not belong (flush the group, then `add` it again) or,
+    /// with no group, cannot be coalesced at all (write it on its own).
+    pub fn add(&mut self, buf: &[u8], start: usize, len: usize) -> bool {
+        let p = &buf[start..start + len];
+        let Some(c) = candidate(p) else {
+            return false;
+        };
+        if self.n == 0 {
+            *self = TcpCoalescer {
+                pkts: self.pkts,
+                n: 1,
+                v6: c.v6,
+                l4: c.l4,
+                hdr_len: c.hdr_len,
+                gso_size: c.payload,
+                total: len,
+                next_seq: c.seq.wrapping_add(c.payload as u32),
+                closed: c.psh,
+            };
+            self.pkts[0] = (start, len);
+            return true;
+        }
+        if self.closed
+            || self.n == MAX_COALESCE
+            || c.v6 != self.v6
+            || c.hdr_len != self.hdr_len
+            || c.seq != self.next_seq
+            || c.payload > self.gso_size
+            || self.total + c.payload > 65535
+        {
+            return false;
+        }
+        let (fs, _) = self.pkts[0];
+        let first = &buf[fs..fs + self.hdr_len];
+        let (l4, h) = (self.l4, self.hdr_len);
+        // Equal headers, skipping what differs between segments of one super-packet.
+        let ip_same = if self.v6 {
+            first[..4] == p[..4] && first[6..l4] == p[6..l4]
+        } else {
+            first[..2] == p[..2] && first[6..10] == p[6..10] && first[12..l4] == p[12..l4]
+        };
+        let tcp_same = first[l4..l4 + 4] == p[l4..l4 + 4]
+            && first[l4 + 8..l4 + 13] == p[l4 + 8..l4 + 13]
+            && first[l4 + 14..l4 + 16] == p[l4 + 14..l4 + 16]
+            && first[l4 + 18..h] == p[l4 + 18..h];
+        if !ip_same || !tcp_same {
+            return false;
+        }
+        self.pkts[self.n] = (start, len);
+        self.n += 1;
+        self.total += c.payload;
+        self.next_seq = c.seq.wrapping_add(c.payload as u32);
+        self.closed = c.psh || c.payload < self.gso_size;
+        true
+    }
+
+    /// Ends the group: for two packets or more, rewrites the first packet's headers to
+    /// describe the whole group (lengths, PSH of the last, IPv4 header checksum, and the
+    /// pseudo-header sum in the TCP checksum field for the kernel to complete) and writes
+    /// a GSO virtio-net header into the `VNET_HDR_LEN` bytes before it; for one packet a
+    /// plain header. Then calls `write` with the pieces to gather, in order: the header
+    /// and first packet, then every other packet's payload. The group is empty afterwards.
+    pub fn flush<R>(&mut self, buf: &mut [u8], write: impl FnOnce(&[&[u8]]) -> R) -> Option<R> {
+        if self.n == 0 {
+            return None;
+        }
+        let n = std::mem::take(&mut self.n);
+        let (fs, flen) = self.pkts[0];
+        let hdr_start = fs.checked_sub(VNET_HDR_LEN)?;
+        let mut hdr = VnetHdr::default();
+        if n > 1 {
+            let (l4, h, total) = (self.l4, self.hdr_len, self.total);
+            let (ls, _) = self.pkts[n - 1];
+            let last_flags = buf[ls + l4 + 13];
+            let p = &mut buf[fs..fs + flen];
+            if self.v6 {
+                p[4..6].copy_from_slice(&((total - 40) as u16).to_be_bytes());
+            } else {
+                p[2..4].copy_from_slice(&(total as u16).to_be_bytes());
+                p[10..12].fill(0);
+                let c = !fold(sum(0, &p[..l4]));
+                p[10..12].copy_from_slice(&c.to_be_bytes());
+            }
+            p[l4 + 13] |= last_flags & TCP_PSH;
+            let partial = fold(pseudo_sum(p, self.v6, total - l4));
+            p[l4 + 16..l4 + 18].copy_from_slice(&partial.to_be_bytes());
+            hdr = VnetHdr {
+                flags: F_NEEDS_CSUM,
+                gso_type: if self.v6 { GSO_TCPV6 } else { GSO_TCPV4 },
+                hdr_len: h as u16,
+                gso_size: self.gso_size as u16,
+                csum_start: l4 as u16,
+                csum_offset: 16,
+            };
+        }
+        hdr.write(&mut buf[hdr_start..fs]);
+        let mut parts: [&[u8]; MAX_COALESCE] = [&[]; MAX_COALESCE];
+        parts[0] = &buf[hdr_start..fs + flen];
+        for (d, &(s, len)) in parts[1..n].iter_mut().zip(&self.pkts[1..n]) {
+            *d = &buf[s + self.hdr_len..s + len];
+        }
+        Some(write(&parts[..n]))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Plain RFC 1071 over big-endian words, for checking the fast version.
+    fn reference(data: &[u8]) -> u16 {
+        let mut s: u32 = 0;
+        for c in data.chunks(2) {
+            s += u32::from(c[0]) << 8 | u32::from(*c.get(1).unwrap_or(&0));
+        }
+        while s > 0xffff {
+            s = (s >> 16) + (s & 0xffff);
+        }
+        s as u16
+    }
+
+    fn tcp_pseudo(seg: &[u8], v6: bool, l4: usize) -> Vec<u8> {
+        let mut p = Vec::new();
+        if v6 {
+            p.extend_from_slice(&seg[8..40]);
+            p.extend_from_slice(&((seg.len() - l4) as u32).to_be_bytes());
+            p.extend_from_slice(&[0, 0, 0, 6]);
+        } else {
+            p.extend_from_slice(&seg[12..20]);
+            p.extend_from_slice(&[0, 6]);
+            p.extend_from_slice(&((seg.len() - l4) as u16).to_be_bytes());
+        }
+        p.extend_from_slice(&seg[l4..]);
+        p
+    }
+
+    #[test]
+    fn fast_sum_matches_reference() {
+        let data: Vec<u8> = (0..3001u32).map(|i| (i * 7 + i / 5) as u8).collect();
+        for len in [0, 1, 2, 3, 7, 8, 9, 15, 16, 17, 1499, 3000, 3001] {
+            assert_eq!(fold(sum(0, &data[..len])), reference(&data[..len]), "{len}");
+        }
+        let ff = [0xffu8; 1024];
+        assert_eq!(fold(sum(0, &ff)), 0xffff);
+    }
+
+    #[test]
+    fn header_round_trip() {
+        let h = VnetHdr {
+            flags: F_NEEDS_CSUM,
+            gso_type: GSO_TCPV6 | GSO_ECN,
+            hdr_len: 72,
+            gso_size: 1348,
+            csum_start: 40,
+            csum_offset: 16,
+        };
+        let mut b = [0u8; VNET_HDR_LEN];
+        h.write(&mut b);
+        assert_eq!(VnetHdr::parse(&b), Some(h));
+        assert!(h.is_gso());
+        assert_eq!(VnetHdr::parse(&b[..9]), None);
+    }
+
+    /// A super-packet as the kernel hands it over: IP + TCP (with 12 bytes of options),
+    /// `payload` bytes, TCP checksum field holding only the pseudo-header sum.
+    fn super_packet(v6: bool, payload: usize, flags: u8) -> (VnetHdr, Vec<u8>) {
+        let ip = if v6 { 40 } else { 20 };
+        let tcp = 32;
+        let mut p = vec![0u8; ip + tcp + payload];
+        if v6 {
+            p[0] = 0x60;
+            p[4..6].copy_from_slice(&((tcp + payload) as u16).to_be_bytes());
+            p[6] = 6;
+            p[7] = 64;
+            p[8..24].copy_from_slice(&[0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
+            p[24..40].copy_from_slice(&[0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]);
+        } else {
+            p[0] = 0x45;
+            p[2..4].copy_from_slice(&((ip + tcp + payload).min(65535) as u16).to_be_bytes());
+            p[4..6].copy_from_slice(&0xfffeu16.to_be_bytes()); // id wraps
+            p[6] = 0x40;
+            p[8] = 64;
+            p[9] = 6;
+            p[12..16].copy_from_slice(&[10, 0, 0, 1]);
+            p[16..20].copy_from_slice(&[10, 0, 0, 2]);
+        }
+        p[ip..ip + 2].copy_from_slice(&5201u16.to_be_bytes());
+        p[ip + 2..ip + 4].copy_from_slice(&40000u16.to_be_bytes());
+        p[ip + 4..ip + 8].copy_from_slice(&0xffff_f000u32.to_be_bytes()); // seq wraps
+        p[ip + 8..ip + 12].copy_from_slice(&7u32.to_be_bytes());
+        p[ip + 12] = (tcp as u8 / 4) << 4;
+        p[ip + 13] = flags;
+        p[ip + 14..ip + 16].copy_from_slice(&500u16.to_be_bytes());
+        p[ip + 20] = 1; // NOP NOP timestamp
+        p[ip + 21] = 1;
+        p[ip + 22] = 8;
+        p[ip + 23] = 10;
+        for (i, b) in p[ip + tcp..].iter_mut().enumerate() {
+            *b = (i * 31 + i / 253) as u8;
+        }
+        let partial = fold(pseudo_sum(&p, v6, tcp + payload));
+        p[ip + 16..ip + 18].copy_from_slice(&partial.to_be_bytes());
+        let h = VnetHdr {
+            flags: F_NEEDS_CSUM,
+            gso_type: if v6 { GSO_TCPV6 } else { GSO_TCPV4 } | GSO_ECN,
+            hdr_len: (ip + tcp) as u16,
+            gso_size: 1000,
+            csum_start: ip as u16,
+            csum_offset: 16,
+        };
+        (h, p)
+    }
+
+    fn check_segments(v6: bool, payload: usize) {
+        let flags = TCP_FIN | TCP_PSH | TCP_CWR | 0x10; // + ACK
+        let (h, p) = super_packet(v6, payload, flags);
+        let (ip, l4_hdr) = (if v6 { 40 } else { 20 }, 32);
+        let hl = ip + l4_hdr;
+        let mut segs = TcpSegments::new(&h, &p).unwrap();
+        let n = payload.div_ceil(1000);
+        assert_eq!(segs.remaining(), n);
+        assert_eq!(segs.max_segment_len(), hl + 1000.min(payload));
+        let mut out = vec![0u8; 2000];
+        let mut rebuilt = Vec::new();
+        let mut k = 0;
+        while let Some(len) = segs.next_into(&mut out) {
+            let s = &out[..len];
+            let last = k + 1 == n;
+            let want = if last { payload - k * 1000 } else { 1000 };
+            assert_eq!(len, hl + want, "segment {k}");
+            if v6 {
+                assert_eq!(u16::from_be_bytes([s[4], s[5]]) as usize, len - 40);
+            } else {
+                assert_eq!(u16::from_be_bytes([s[2], s[3]]) as usize, len);
+                assert_eq!(
+                    u16::from_be_bytes([s[4], s[5]]),
+                    0xfffeu16.wrapping_add(k as u16)
+                );
+                assert_eq!(reference(&s[..20]), 0xffff, "IPv4 header checksum {k}");
+            }
+            let seq = u32::from_be_bytes([s[ip + 4], s[ip + 5], s[ip + 6], s[ip + 7]]);
+            assert_eq!(seq, 0xffff_f000u32.wrapping_add(k as u32 * 1000));
+            let f = s[ip + 13];
+            assert_eq!(f & TCP_CWR != 0, k == 0, "CWR on segment {k}");
+            assert_eq!(f & TCP_FIN != 0, last, "FIN on segment {k}");
+            assert_eq!(f & TCP_PSH != 0, last, "PSH on segment {k}");
+            assert_eq!(f & 0x10, 0x10, "ACK kept");
+            assert_eq!(s[ip + 20..hl], p[ip + 20..hl], "options copied");
+            assert_eq!(
+                reference(&tcp_pseudo(s, v6, ip)),
+                0xffff,
+                "TCP checksum of segment {k}"
+            );
+            rebuilt.extend_from_slice(&s[hl..]);
+            k += 1;
+        }
+        assert_eq!(k, n);
+        assert_eq!(segs.remaining(), 0);
+        assert_eq!(rebuilt, p[hl..]);
+    }
+
+    #[test]
+    fn segments_ipv4() {
+        check_segments(false, 4500); // last segment short
+        check_segments(false, 3000); // all full
+        check_segments(false, 1); // one short segment
+        check_segments(false, 64000);
+    }
+
+    #[test]
+    fn segments_ipv6() {
+        check_segments(true, 4500);
+        check_segments(true, 2000);
+        check_segments(true, 999);
+        check_segments(true, 64000);
+    }
+
+    #[test]
+    fn refuses_what_it_cannot_cut() {
+        let (mut h, mut p) = super_packet(false, 3000, 0x10);
+        assert!(TcpSegments::new(&h, &p[..30]).is_none());
+        h.gso_size = 0;
+        assert!(TcpSegments::new(&h, &p).is_none());
+        h.gso_size = 1000;
+        h.gso_type = 3; // UFO
+        assert!(TcpSegments::new(&h, &p).is_none());
+        h.gso_type = GSO_TCPV4;
+        p[9] = 17;
+        assert!(TcpSegments::new(&h, &p).is_none());
+        p[9] = 6;
+        p[20 + 12] = 0x40; // TCP header shorter than 20 bytes
+        assert!(TcpSegments::new(&h, &p).is_none());
+        h.gso_type = GSO_TCPV6;
+        assert!(TcpSegments::new(&h, &p).is_none());
+    }
+
+    /// Cuts a super-packet, lays the segments out with gaps as a receive buffer would hold
+    /// them, coalesces them again and checks the result is the original super-packet.
+    fn round_trip(v6: bool, payload: usize) {
+        let (h, p) = super_packet(v6, payload, TCP_ACK | TCP_PSH);
+        let mut segs = TcpSegments::new(&h, &p).unwrap();
+        let stride = 1200;
+        let mut buf = vec![0u8; stride * (segs.remaining() + 1)];
+        let mut placed = Vec::new();
+        let mut k = 0;
+        while let Some(len) = segs.next_into(&mut buf[k * stride + 16..]) {
+            placed.push((k * stride + 16, len));
+            k += 1;
+        }
+        let mut co = TcpCoalescer::default();
+        for &(s, len) in &placed {
+            assert!(co.add(&buf, s, len));
+        }
+        assert_eq!(co.len(), placed.len().min(MAX_COALESCE));
+        let mut out = Vec::new();
+        co.flush(&mut buf, |parts| {
+            for part in parts {
+                out.extend_from_slice(part);
+            }
+        })
+        .unwrap();
+        assert!(co.is_empty());
+        let hdr = VnetHdr::parse(&out).unwrap();
+        let got = &out[VNET_HDR_LEN..];
+        let ip = if v6 { 40 } else { 20 };
+        if placed.len() == 1 {
+            assert_eq!(hdr, VnetHdr::default());
+            return;
+        }
+        assert_eq!(hdr.gso_type, h.gso_type & !GSO_ECN);
+        assert_eq!((hdr.gso_size, hdr.hdr_len), (h.gso_size, h.hdr_len));
+        assert_eq!(
+            (hdr.flags, hdr.csum_start, hdr.csum_offset),
+            (F_NEEDS_CSUM, ip as u16, 16)
+        );
+        assert_eq!(got.len(), p.len());
+        if v6 {
+            assert_eq!(got, &p[..]);
+        } else {
+            assert_eq!(reference(&got[..20]), 0xffff);
+            assert_eq!(got[..10], p[..10]);
+            assert_eq!(got[12..], p[12..]);
+        }
+    }
+
+    #[test]
+    fn coalesce_round_trip() {
+        round_trip(false, 4500);
+        round_trip(false, 3000);
+        round_trip(false, 500);
+        round_trip(true, 4500);
+        round_trip(true, 64000 - 40);
+    }
+
+    #[test]
+    fn coalesce_keeps_flows_and_order_apart() {
+        let (h, p) = super_packet(false, 3000, TCP_ACK);
+        let mut segs = TcpSegments::new(&h, &p).unwrap();
+        let mut buf = vec![0u8; 3 * 1200];
+        let mut at = Vec::new();
+        for k in 0..3 {
+            let len = segs.next_into(&mut buf[k * 1200 + 16..]).unwrap();
+            at.push((k * 1200 + 16, len));
+        }
+        let mut co = TcpCoalescer::default();
+        // Out of order: the third segment does not follow the first.
+        assert!(co.add(&buf, at[0].0, at[0].1));
+        assert!(!co.add(&buf, at[2].0, at[2].1));
+        // Another flow (source port) does not join.
+        buf[at[1].0 + 20] ^= 1;
+        assert!(!co.add(&buf, at[1].0, at[1].1));
+        buf[at[1].0 + 20] ^= 1;
+        // A SYN or a pure ACK starts nothing.
+        let mut solo = TcpCoalescer::default();
+        buf[at[1].0 + 33] |= 0x02;
+        assert!(!solo.add(&buf, at[1].0, at[1].1));
+        buf[at[1].0 + 33] &= !0x02;
+        assert!(!solo.add(&buf, at[1].0, 52));
+        assert!(co.add(&buf, at[1].0, at[1].1));
+        assert_eq!(co.len(), 2);
+    }
+
+    #[test]
+    fn completes_partial_checksums() {
+        // A UDP datagram with its checksum field holding the pseudo-header sum.
+        let mut p = vec![0u8; 20 + 8 + 333];
+        p[0] = 0x45;
+        p[9] = 17;
+        p[12..16].copy_from_slice(&[10, 0, 0, 1]);
+        p[16..20].copy_from_slice(&[10, 0, 0, 2]);
+        p[24..26].copy_from_slice(&341u16.to_be_bytes());
+        for (i, b) in p[28..].iter_mut().enumerate() {
+            *b = i as u8 ^ 0x5a;
+        }
+        let mut ph = Vec::new();
+        ph.extend_from_slice(&p[12..20]);
+        ph.extend_from_slice(&[0, 17]);
+        ph.extend_from_slice(&341u16.to_be_bytes());
+        let partial = reference(&ph);
+        p[26..28].copy_from_slice(&partial.to_be_bytes());
+        assert!(complete_csum(&mut p, 20, 6));
+        ph.extend_from_slice(&p[20..]);
+        assert_eq!(reference(&ph), 0xffff);
+        assert!(!complete_csum(&mut p, 20, 400));
+    }
+}
