@@ -165,9 +165,12 @@ fn spawn_background(ifname: &str) -> libc::c_int {
 /// its three parts the daemon depends on: fds 0-2 are open (else the first socket opened
 /// would become stdout), SIGPIPE is ignored (a UAPI client that hangs up must not kill the
 /// daemon) and the arguments are read from argv (std::env::args is empty on musl here).
+///
+/// # Safety
+/// Called only by the C runtime, with `argc` valid NUL-terminated strings in `argv`.
 #[allow(unsafe_code)]
 #[no_mangle]
-pub extern "C" fn main(argc: libc::c_int, argv: *const *const libc::c_char) -> libc::c_int {
+pub unsafe extern "C" fn main(argc: libc::c_int, argv: *const *const libc::c_char) -> libc::c_int {
     // SAFETY: fcntl/open/signal on plain integers and a static C string; argv holds argc valid
     // NUL-terminated strings, as the C runtime guarantees to main.
     let args = unsafe {
