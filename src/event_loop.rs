@@ -520,7 +520,6 @@ impl Io {
         } else {
             &self.udp4
         };
-        let now = Instant::now();
         for _ in 0..BATCH {
             let (n, from, seg) = match batch::recv_gro(sock, buf) {
                 Ok(r) => r,
@@ -531,6 +530,9 @@ impl Io {
                 }
             };
             let from = udp::canonical(from);
+            // Per receive, not per batch: a batch of handshakes can take tens of milliseconds,
+            // and the rate limiter and handshake spacing must see the real time (vDSO, ~20 ns).
+            let now = Instant::now();
             let mut off = 0;
             while off < n {
                 let end = (off + seg).min(n);
