@@ -161,6 +161,26 @@ fn spawn_background(ifname: &str) -> libc::c_int {
     }
 }
 
+/// SCHED_BATCH: the daemon no longer preempts the task that is handing it packets (on one
+/// CPU, iperf3 or the kernel's forwarding), so it wakes to a fuller queue and reads more per
+/// wake-up: 1.25 -> 1.17 syscalls per packet sent at 200 Mbit/s UDP, same ping latency under
+/// load (bench/README.md). A policy chosen by the operator (chrt, procd) is left alone.
+#[allow(unsafe_code)]
+fn batch_scheduling() {
+    // SAFETY: plain syscalls on this process with a valid, initialised sched_param.
+    unsafe {
+        if libc::sched_getscheduler(0) == libc::SCHED_OTHER {
+            let p = libc::sched_param { sched_priority: 0 };
+            if libc::sched_setscheduler(0, libc::SCHED_BATCH, &p) != 0 {
+                log::verbose(format_args!(
+                    "SCHED_BATCH refused: {}",
+                    io::Error::last_os_error()
+                ));
+            }
+        }
+    }
+}
+
 /// The C entry point. std's own start-up is skipped (see the module comment), so this does
 /// its three parts the daemon depends on: fds 0-2 are open (else the first socket opened
 /// would become stdout), SIGPIPE is ignored (a UAPI client that hangs up must not kill the
@@ -235,6 +255,7 @@ fn real_main(argv: Vec<String>) -> libc::c_int {
         println!("ready");
         let _ = io::stdout().flush();
     }
+    batch_scheduling();
     let exit = io.run(&mut dev);
     let _ = std::fs::remove_file(socket_path(&args.ifname));
     match exit {
