@@ -277,13 +277,16 @@ nt_track_daemon() {
 
 # nt_start_daemon IMPL NS IFNAME: start IMPL in the foreground (as a tracked
 # background job, logging to the temp dir); wait until TUN and socket exist.
+# NT_WRAP: an optional command prefix for the next solowg/wireguard-go start (fault
+# injection, e.g. strace --inject); empty by default.
+NT_WRAP=()
 nt_start_daemon() {
 	local impl=$1 ns=$2 ifname=$3 bin log
 	local -a cmd
 	bin=$(nt_impl_bin "$impl") || return 1
 	log="$NT_TMP/daemon-$ifname-$impl.log"
 	case $impl in
-	solowg | wireguard-go) cmd=("$bin" -f "$ifname") ;;
+	solowg | wireguard-go) cmd=("${NT_WRAP[@]}" "$bin" -f "$ifname") ;;
 	# --disable-drop-privileges: as root it would otherwise switch user.
 	# --disable-connected-udp: its per-peer connected socket pins the local
 	# source address, so after A's outer address moves it keeps sending from

@@ -44,6 +44,10 @@ done
 for u in "${impls[@]}"; do
 	add_entry wg-quick "$u"
 done
+# Fault injection that needs solowg's own behaviour (the references do not batch).
+for u in "${impls[@]}"; do
+	[[ $u == solowg ]] && add_entry gso-fallback "$u"
+done
 
 out_dir=$(mktemp -d "${TMPDIR:-/tmp}/solowg-run-all.XXXXXX")
 trap 'rm -rf "$out_dir"' EXIT
