@@ -22,6 +22,7 @@ COLUMNS = [
     ("udp_loss", "UDP loss %"),
     ("cpu_gb", "CPU s/GB"),
     ("sc_pkt", "syscalls/pkt"),
+    ("sc_mb", "TCP sc/MB"),
     ("sc_tx", "TX sc/pkt"),
     ("sc_rx", "RX sc/pkt"),
     ("vcs_pkt", "vol cs/pkt"),
@@ -124,6 +125,10 @@ def summarise(raw_dir, clk, rows, impl, pin):
         # both moved through their TUNs (read from it + written to it).
         pk = sum(num(sc, k) for k in ("d_rx_a", "d_tx_a", "d_rx_b", "d_tx_b"))
         out["sc_pkt"] = ratio(num(sc, "sc_a") + num(sc, "sc_b"), pk)
+        # With TUN offload one TUN packet can be a 64 KiB TSO/GRO super-packet, so per
+        # packet stops comparing like with like; per MB of payload always does.
+        if num(sc, "bytes") > 0:
+            out["sc_mb"] = ratio(num(sc, "sc_a") + num(sc, "sc_b"), num(sc, "bytes") / 1e6)
     su = by.get((0, "sc_udp"))
     if su:
         # One-way UDP A->B: A's daemon only reads its TUN and sends (TX path),
@@ -148,7 +153,7 @@ def fmt(key, row):
         if rng and rng[0] == rng[0] and rng[1] == rng[1]:
             s += f" ({rng[0]:.0f}–{rng[1]:.0f})"
         return s
-    digits = {"udp_mbps": 0, "threads": 0, "rss": 1, "vcs_pkt": 3, "nvcs_pkt": 3}.get(key, 2)
+    digits = {"udp_mbps": 0, "sc_mb": 0, "threads": 0, "rss": 2, "vcs_pkt": 3, "nvcs_pkt": 3}.get(key, 2)
     return f"{v:.{digits}f}"
 
 
