@@ -8,7 +8,7 @@ use crate::device::{Device, Verdict};
 use crate::log;
 use crate::netlink::{LinkEvent, LinkMonitor};
 use crate::offload;
-use crate::poller::{Interest, Poller};
+use crate::poller::{Interest, Poller, Registry};
 use crate::signals::SignalFd;
 use crate::tun::Tun;
 use crate::uapi::{self, Request};
@@ -56,21 +56,24 @@ struct Client {
     read_blocked: bool,
 }
 
+/// One interface's sources and UAPI clients. Its tokens are `base + *_TOKEN`.
 pub struct Io {
-    poller: Poller,
+    reg: Registry,
+    base: u64,
     tun: Tun,
     udp4: UdpSocket,
     udp6: Option<UdpSocket>,
     uapi: UnixListener,
     clients: Vec<Client>,
     next_client_token: u64,
-    signals: SignalFd,
     link: LinkMonitor,
     ifname: String,
     /// UDP GSO still believed to work (switched off after the first refusal).
     gso: bool,
     /// Largest segment GSO accepted (lowered when the path MTU is smaller than a datagram).
     gso_max_seg: usize,
+    /// What epoll reported for this interface in the current turn.
+    ready: Ready,
 }
 
 /// Space after a TUN packet in its slot: padding to 16 plus the tag.
@@ -173,24 +176,39 @@ struct Ready {
     udp6: bool,
     uapi: bool,
     clients: bool,
-    signal: bool,
     link: bool,
 }
 
 impl Ready {
     fn any(&self) -> bool {
-        self.tun || self.udp4 || self.udp6 || self.uapi || self.clients || self.signal || self.link
+        self.tun || self.udp4 || self.udp6 || self.uapi || self.clients || self.link
+    }
+
+    /// A new interface's first turn looks at every source.
+    fn everything() -> Ready {
+        Ready {
+            tun: true,
+            udp4: true,
+            udp6: true,
+            uapi: true,
+            clients: true,
+            link: true,
+        }
     }
 }
 
-// Poller tokens; clients count up from CLIENT_TOKEN.
+// Poller tokens. Interface i owns `(i + 1) << 32` plus these (clients count up from
+// CLIENT_TOKEN); tokens below 1 << 32 are the daemon's: the signal fd and the control's.
 const TUN_TOKEN: u64 = 0;
 const UDP4_TOKEN: u64 = 1;
 const UDP6_TOKEN: u64 = 2;
 const UAPI_TOKEN: u64 = 3;
 const LINK_TOKEN: u64 = 4;
-const SIGNAL_TOKEN: u64 = 5;
 const CLIENT_TOKEN: u64 = 16;
+const SLOT_SHIFT: u32 = 32;
+const SIGNAL_TOKEN: u64 = 0;
+/// First token a `Control` may use for its own sources.
+pub const CONTROL_TOKEN: u64 = 16;
 
 /// Why the loop ended.
 pub enum Exit {
@@ -199,48 +217,56 @@ pub enum Exit {
 }
 
 impl Io {
-    pub fn new(tun: Tun, udp: UdpPair, uapi: UnixListener, signals: SignalFd) -> io::Result<Io> {
+    pub fn new(
+        tun: Tun,
+        udp: UdpPair,
+        uapi: UnixListener,
+        reg: Registry,
+        base: u64,
+    ) -> io::Result<Io> {
         let ifname = tun.name().to_string();
         let link = LinkMonitor::new(&ifname)?;
         uapi.set_nonblocking(true)?;
-        let poller = Poller::new()?;
-        poller.add(tun.as_fd(), TUN_TOKEN, Interest::Read)?;
-        poller.add(uapi.as_fd(), UAPI_TOKEN, Interest::Read)?;
-        poller.add(link.as_fd(), LINK_TOKEN, Interest::Read)?;
-        poller.add(signals.as_fd(), SIGNAL_TOKEN, Interest::Read)?;
-        let mut io = Io {
-            poller,
+        reg.add(tun.as_fd(), base + TUN_TOKEN, Interest::Read)?;
+        reg.add(uapi.as_fd(), base + UAPI_TOKEN, Interest::Read)?;
+        reg.add(link.as_fd(), base + LINK_TOKEN, Interest::Read)?;
+        reg.add(udp.v4.as_fd(), base + UDP4_TOKEN, Interest::Read)?;
+        if let Some(s) = &udp.v6 {
+            reg.add(s.as_fd(), base + UDP6_TOKEN, Interest::Read)?;
+        }
+        Ok(Io {
+            reg,
+            base,
             link,
             ifname,
             gso: true,
             gso_max_seg: usize::MAX,
             tun,
             udp4: udp.v4,
-            udp6: None,
+            udp6: udp.v6,
             uapi,
             clients: Vec::new(),
             next_client_token: CLIENT_TOKEN,
-            signals,
-        };
-        io.poller.add(io.udp4.as_fd(), UDP4_TOKEN, Interest::Read)?;
-        if let Some(s) = udp.v6 {
-            io.poller.add(s.as_fd(), UDP6_TOKEN, Interest::Read)?;
-            io.udp6 = Some(s);
-        }
-        Ok(io)
+            ready: Ready::default(),
+        })
+    }
+
+    pub fn ifname(&self) -> &str {
+        &self.ifname
     }
 
     /// Swaps in newly bound sockets (the old ones close and leave the epoll set by themselves).
     fn set_udp(&mut self, udp: UdpPair) -> io::Result<()> {
-        self.poller
-            .add(udp.v4.as_fd(), UDP4_TOKEN, Interest::Read)?;
+        self.reg
+            .add(udp.v4.as_fd(), self.base + UDP4_TOKEN, Interest::Read)?;
         if let Some(s) = &udp.v6 {
-            self.poller.add(s.as_fd(), UDP6_TOKEN, Interest::Read)?;
+            self.reg
+                .add(s.as_fd(), self.base + UDP6_TOKEN, Interest::Read)?;
         }
         let old4 = std::mem::replace(&mut self.udp4, udp.v4);
-        self.poller.delete(old4.as_fd());
+        self.reg.delete(old4.as_fd());
         if let Some(old6) = std::mem::replace(&mut self.udp6, udp.v6) {
-            self.poller.delete(old6.as_fd());
+            self.reg.delete(old6.as_fd());
         }
         Ok(())
     }
@@ -564,10 +590,10 @@ impl Io {
         loop {
             match self.uapi.accept() {
                 Ok((stream, _)) => {
-                    let token = self.next_client_token;
+                    let token = self.base + self.next_client_token;
                     if stream.set_nonblocking(true).is_err()
                         || self
-                            .poller
+                            .reg
                             .add(stream.as_fd(), token, Interest::ReadWrite)
                             .is_err()
                     {
@@ -800,83 +826,253 @@ impl Io {
         };
         next.map(|t| t.saturating_duration_since(now))
     }
+}
 
-    /// Runs until a signal or until the interface disappears.
-    pub fn run(&mut self, dev: &mut Device) -> Exit {
-        let mut buf = vec![0u8; BUF_LEN];
-        let vnet = self.tun.vnet_hdr_len() != 0;
-        let mut tx = TxBatch::new(dev.mtu, vnet);
-        let mut co = offload::TcpCoalescer::default();
-        // The first turn looks at everything; later turns at what epoll reported, plus the
-        // sources that still had input when their batch ran out (edge-triggered epoll would
-        // not report those again).
-        let mut again = Ready {
-            tun: true,
-            udp4: true,
-            udp6: true,
-            uapi: true,
-            clients: true,
-            signal: false,
-            link: true,
+/// An interface served by the loop: its sources and its protocol state.
+pub struct Slot {
+    pub io: Io,
+    pub dev: Device,
+    /// Sources that still had input when their batch ran out (edge-triggered epoll would
+    /// not report those again), or everything right after the interface was added.
+    again: Ready,
+}
+
+/// What the daemon adds around its interfaces in managed mode (ubus, configuration, name
+/// resolution): its own sources on tokens from CONTROL_TOKEN up, and its own deadline.
+pub trait Control {
+    fn on_ready(&mut self, token: u64, d: &mut Daemon);
+    /// Called every turn after the interfaces were served.
+    fn on_turn(&mut self, d: &mut Daemon, now: Instant);
+    fn next_deadline(&self) -> Option<Instant>;
+    /// An interface's link was deleted under us; it has been removed from the loop.
+    fn on_gone(&mut self, d: &mut Daemon, ifname: &str, e: &io::Error);
+}
+
+/// The one event loop: every interface, the signal fd and the control share one epoll set
+/// and one thread; packet buffers are shared too (only one packet is in hand at a time).
+pub struct Daemon {
+    poller: Poller,
+    signals: SignalFd,
+    slots: Vec<Option<Slot>>,
+    buf: Vec<u8>,
+    tx: TxBatch,
+    co: offload::TcpCoalescer,
+}
+
+impl Daemon {
+    pub fn new(signals: SignalFd) -> io::Result<Daemon> {
+        let poller = Poller::new()?;
+        poller.add(signals.as_fd(), SIGNAL_TOKEN, Interest::Read)?;
+        Ok(Daemon {
+            poller,
+            signals,
+            slots: Vec::new(),
+            buf: vec![0u8; BUF_LEN],
+            tx: TxBatch::new(1280, false),
+            co: offload::TcpCoalescer::default(),
+        })
+    }
+
+    pub fn registry(&self) -> Registry {
+        self.poller.registry()
+    }
+
+    /// Serves a new interface from the next turn on.
+    pub fn add(
+        &mut self,
+        tun: Tun,
+        udp: UdpPair,
+        uapi: UnixListener,
+        dev: Device,
+    ) -> io::Result<()> {
+        let i = match self.slots.iter().position(|s| s.is_none()) {
+            Some(i) => i,
+            None => {
+                self.slots.push(None);
+                self.slots.len() - 1
+            }
         };
+        let io = Io::new(
+            tun,
+            udp,
+            uapi,
+            self.poller.registry(),
+            (i as u64 + 1) << SLOT_SHIFT,
+        )?;
+        self.slots[i] = Some(Slot {
+            io,
+            dev,
+            again: Ready::everything(),
+        });
+        Ok(())
+    }
+
+    /// Stops serving an interface; dropping the slot closes its TUN (the link goes) and
+    /// sockets (they leave the epoll set by themselves).
+    pub fn remove(&mut self, ifname: &str) -> Option<Slot> {
+        let i = self
+            .slots
+            .iter()
+            .position(|s| s.as_ref().is_some_and(|s| s.io.ifname == ifname))?;
+        self.slots[i].take()
+    }
+
+    pub fn get(&self, ifname: &str) -> Option<&Slot> {
+        self.slots.iter().flatten().find(|s| s.io.ifname == ifname)
+    }
+
+    pub fn get_mut(&mut self, ifname: &str) -> Option<&mut Slot> {
+        self.slots
+            .iter_mut()
+            .flatten()
+            .find(|s| s.io.ifname == ifname)
+    }
+
+    pub fn slots(&self) -> impl Iterator<Item = &Slot> {
+        self.slots.iter().flatten()
+    }
+
+    pub fn slots_mut(&mut self) -> impl Iterator<Item = &mut Slot> {
+        self.slots.iter_mut().flatten()
+    }
+
+    /// Sends what a configuration change made the device want to send (handshakes).
+    pub fn flush(&mut self, ifname: &str) {
+        let buf = &mut self.buf;
+        if let Some(s) = self
+            .slots
+            .iter_mut()
+            .flatten()
+            .find(|s| s.io.ifname == ifname)
+        {
+            s.io.flush_outputs(&mut s.dev, buf);
+        }
+    }
+
+    /// Runs until a signal. Without a control (the wireguard-go style single interface)
+    /// it also ends when an interface disappears; with one, the control is told instead.
+    pub fn run(&mut self, mut control: Option<&mut dyn Control>) -> Exit {
+        let mut control_ready: Vec<u64> = Vec::with_capacity(8);
         loop {
-            let timeout = if again.any() {
+            let now = Instant::now();
+            let busy = self.slots().any(|s| s.again.any());
+            let timeout = if busy {
                 Some(Duration::ZERO)
             } else {
-                self.timeout(dev, Instant::now())
+                let mut t = self.slots().filter_map(|s| s.io.timeout(&s.dev, now)).min();
+                if let Some(c) = control.as_ref().and_then(|c| c.next_deadline()) {
+                    let c = c.saturating_duration_since(now);
+                    t = Some(t.map_or(c, |t| t.min(c)));
+                }
+                t
             };
-            let mut ready = again;
-            let waited = self.poller.wait(timeout, |token| match token {
-                TUN_TOKEN => ready.tun = true,
-                UDP4_TOKEN => ready.udp4 = true,
-                UDP6_TOKEN => ready.udp6 = true,
-                UAPI_TOKEN => ready.uapi = true,
-                LINK_TOKEN => ready.link = true,
-                SIGNAL_TOKEN => ready.signal = true,
-                _ => ready.clients = true,
+            for s in self.slots.iter_mut().flatten() {
+                s.io.ready = std::mem::take(&mut s.again);
+            }
+            let mut signal = false;
+            control_ready.clear();
+            let slots = &mut self.slots;
+            let waited = self.poller.wait(timeout, |token| {
+                let slot = (token >> SLOT_SHIFT) as usize;
+                if slot == 0 {
+                    if token == SIGNAL_TOKEN {
+                        signal = true;
+                    } else if control_ready.len() < control_ready.capacity() {
+                        control_ready.push(token);
+                    }
+                    return;
+                }
+                let Some(Some(s)) = slots.get_mut(slot - 1) else {
+                    return; // an interface removed earlier in this turn
+                };
+                let r = &mut s.io.ready;
+                match token & ((1 << SLOT_SHIFT) - 1) {
+                    TUN_TOKEN => r.tun = true,
+                    UDP4_TOKEN => r.udp4 = true,
+                    UDP6_TOKEN => r.udp6 = true,
+                    UAPI_TOKEN => r.uapi = true,
+                    LINK_TOKEN => r.link = true,
+                    _ => r.clients = true,
+                }
             });
             if let Err(e) = waited {
                 log::error(format_args!("epoll_wait failed: {e}"));
                 return Exit::InterfaceGone(e);
             }
-            again = Ready::default();
-            if ready.signal && self.signals.take() {
+            if signal && self.signals.take() {
                 return Exit::Signal;
             }
-            if ready.link {
-                if let Err(e) = self.check_link(dev, &mut buf) {
-                    return Exit::InterfaceGone(e);
+            for i in 0..self.slots.len() {
+                let Some(s) = self.slots[i].as_mut() else {
+                    continue;
+                };
+                if let Err(e) = s.turn(&mut self.buf, &mut self.tx, &mut self.co) {
+                    let Some(s) = self.slots[i].take() else {
+                        continue;
+                    };
+                    match control.as_deref_mut() {
+                        None => return Exit::InterfaceGone(e),
+                        Some(c) => {
+                            let name = s.io.ifname.clone();
+                            drop(s);
+                            c.on_gone(self, &name, &e);
+                        }
+                    }
                 }
             }
-            if ready.tun {
-                if tx.slot_len < dev.mtu + HEADROOM + TX_TAILROOM {
-                    tx = TxBatch::new(dev.mtu, vnet); // the MTU grew
+            if let Some(c) = control.as_deref_mut() {
+                for &t in &control_ready {
+                    c.on_ready(t, self);
                 }
-                match self.drain_tun(dev, &mut tx) {
-                    Ok(more) => again.tun = more,
-                    Err(e) => return Exit::InterfaceGone(e),
-                }
+                c.on_turn(self, Instant::now());
             }
-            if ready.udp4 {
-                again.udp4 = self.drain_udp(false, dev, &mut buf, &mut co);
-            }
-            if ready.udp6 {
-                again.udp6 = self.drain_udp(true, dev, &mut buf, &mut co);
-            }
-            self.flush_outputs(dev, &mut buf);
-            if ready.uapi {
-                self.accept_clients();
-            }
-            let now = Instant::now();
-            let clients_due = self
-                .clients
-                .iter()
-                .any(|c| now.saturating_duration_since(c.last_active) >= CLIENT_IDLE);
-            if ready.clients || ready.uapi || clients_due {
-                again.clients = self.service_clients(dev, &mut buf);
-            }
-            dev.update_timers(Instant::now());
-            self.flush_outputs(dev, &mut buf);
         }
+    }
+}
+
+impl Slot {
+    /// One loop turn for this interface: drains what is ready, serves UAPI clients, runs
+    /// the protocol timers. An error means the interface is gone.
+    fn turn(
+        &mut self,
+        buf: &mut [u8],
+        tx: &mut TxBatch,
+        co: &mut offload::TcpCoalescer,
+    ) -> Result<(), io::Error> {
+        let ready = std::mem::take(&mut self.io.ready);
+        let (io, dev) = (&mut self.io, &mut self.dev);
+        let again = &mut self.again;
+        if ready.link {
+            io.check_link(dev, buf)?;
+        }
+        if ready.tun {
+            let vnet = io.tun.vnet_hdr_len() != 0;
+            if tx.slot_len < dev.mtu + HEADROOM + TX_TAILROOM || (vnet && tx.spill.is_empty()) {
+                let mtu = dev.mtu.max(tx.slot_cap());
+                *tx = TxBatch::new(mtu, vnet || !tx.spill.is_empty()); // MTU grew, or offload
+            }
+            again.tun = io.drain_tun(dev, tx)?;
+        }
+        if ready.udp4 {
+            again.udp4 = io.drain_udp(false, dev, buf, co);
+        }
+        if ready.udp6 {
+            again.udp6 = io.drain_udp(true, dev, buf, co);
+        }
+        io.flush_outputs(dev, buf);
+        if ready.uapi {
+            io.accept_clients();
+        }
+        let now = Instant::now();
+        let clients_due = io
+            .clients
+            .iter()
+            .any(|c| now.saturating_duration_since(c.last_active) >= CLIENT_IDLE);
+        if ready.clients || ready.uapi || clients_due {
+            again.clients = io.service_clients(dev, buf);
+        }
+        dev.update_timers(Instant::now());
+        io.flush_outputs(dev, buf);
+        Ok(())
     }
 }

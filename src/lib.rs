@@ -11,6 +11,7 @@ pub mod cookie;
 pub mod crypto;
 pub mod device;
 pub mod event_loop;
+pub mod iface;
 pub mod keypair;
 pub mod log;
 pub mod netlink;

@@ -7,22 +7,13 @@
 //! The three things of that start-up this program relies on are done in `main` below.
 #![no_main]
 
-use solowg::crypto::Rng;
-use solowg::device::Device;
-use solowg::event_loop::{Exit, Io};
+use solowg::event_loop::{Daemon, Exit};
+use solowg::iface;
 use solowg::log;
-use solowg::tun::Tun;
-use solowg::udp;
 use std::io::{self, BufRead, BufReader, Write};
-use std::os::unix::fs::PermissionsExt;
-use std::os::unix::net::{UnixListener, UnixStream};
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::time::{Instant, SystemTime};
 
-const SOCKET_DIR: &str = "/var/run/wireguard";
-const DEFAULT_MTU: u32 = 1420;
 /// Set in the environment of the background child so it reports readiness on stdout.
 const NOTIFY_ENV: &str = "SOLOWG_NOTIFY_PARENT";
 
@@ -67,47 +58,17 @@ fn parse_args(argv: Vec<String>) -> Result<Option<Args>, String> {
     Ok(Some(Args { foreground, ifname }))
 }
 
-fn socket_path(ifname: &str) -> PathBuf {
-    PathBuf::from(SOCKET_DIR).join(format!("{ifname}.sock"))
-}
-
-/// Binds the UAPI socket, refusing if a live daemon already answers on it.
-fn open_uapi(ifname: &str) -> io::Result<UnixListener> {
-    let dir = PathBuf::from(SOCKET_DIR);
-    if !dir.exists() {
-        std::fs::create_dir_all(&dir)?;
-        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))?;
-    }
-    let path = socket_path(ifname);
-    if UnixStream::connect(&path).is_ok() {
-        return Err(io::Error::new(
-            io::ErrorKind::AddrInUse,
-            format!("{} is served by another process", path.display()),
-        ));
-    }
-    let _ = std::fs::remove_file(&path); // stale socket of a dead daemon
-    let listener = UnixListener::bind(&path)?;
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
-    Ok(listener)
-}
-
-fn setup(ifname: &str) -> Result<(Io, Device), String> {
+fn setup(ifname: &str) -> Result<(Daemon, u16, usize), String> {
     // First, before any thread exists, so every thread inherits the blocked mask.
     let signals =
         solowg::signals::block_and_open().map_err(|e| format!("cannot set up signals: {e}"))?;
-    let tun =
-        Tun::create(ifname, DEFAULT_MTU).map_err(|e| format!("cannot create TUN {ifname}: {e}"))?;
-    let mtu = tun.mtu().unwrap_or(DEFAULT_MTU);
-    let udp = udp::bind(0, 0).map_err(|e| format!("cannot open UDP sockets: {e}"))?;
-    let port = udp.port;
-    let uapi = open_uapi(ifname).map_err(|e| format!("cannot open UAPI socket: {e}"))?;
-    let io =
-        Io::new(tun, udp, uapi, signals).map_err(|e| format!("cannot start event loop: {e}"))?;
-    let rng = Rng::from_os().map_err(|e| format!("no randomness: {e}"))?;
-    let mut dev = Device::new(Instant::now(), SystemTime::now(), rng);
-    dev.listen_port = port;
-    dev.mtu = mtu as usize;
-    Ok((io, dev))
+    let mut daemon = Daemon::new(signals).map_err(|e| format!("cannot start event loop: {e}"))?;
+    let (tun, udp, uapi, dev) = iface::open(ifname, iface::DEFAULT_MTU)?;
+    let (port, mtu) = (dev.listen_port, dev.mtu);
+    daemon
+        .add(tun, udp, uapi, dev)
+        .map_err(|e| format!("cannot start event loop: {e}"))?;
+    Ok((daemon, port, mtu))
 }
 
 /// Background mode: run ourselves in the foreground as a detached child and return once it
@@ -233,7 +194,7 @@ fn real_main(argv: Vec<String>) -> libc::c_int {
         return spawn_background(&args.ifname);
     }
     let notify = std::env::var_os(NOTIFY_ENV).is_some();
-    let (mut io, mut dev) = match setup(&args.ifname) {
+    let (mut daemon, port, mtu) = match setup(&args.ifname) {
         Ok(x) => x,
         Err(e) => {
             if notify {
@@ -247,17 +208,17 @@ fn real_main(argv: Vec<String>) -> libc::c_int {
     log::info(format_args!(
         "{} up: UAPI on {}, UDP port {}, MTU {}",
         args.ifname,
-        socket_path(&args.ifname).display(),
-        dev.listen_port,
-        dev.mtu
+        iface::socket_path(&args.ifname).display(),
+        port,
+        mtu
     ));
     if notify {
         println!("ready");
         let _ = io::stdout().flush();
     }
     batch_scheduling();
-    let exit = io.run(&mut dev);
-    let _ = std::fs::remove_file(socket_path(&args.ifname));
+    let exit = daemon.run(None);
+    let _ = std::fs::remove_file(iface::socket_path(&args.ifname));
     match exit {
         Exit::Signal => log::info(format_args!("{}: shutting down", args.ifname)),
         Exit::InterfaceGone(e) => log::info(format_args!(

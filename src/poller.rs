@@ -7,11 +7,19 @@
 
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::rc::Rc;
 use std::time::Duration;
 
 pub struct Poller {
-    epfd: OwnedFd,
+    reg: Registry,
     events: Vec<libc::epoll_event>,
+}
+
+/// Adds and removes sources of a Poller; one per interface, all sharing the one epoll set
+/// (single thread, so a plain Rc).
+#[derive(Clone)]
+pub struct Registry {
+    epfd: Rc<OwnedFd>,
 }
 
 /// What a registration reports.
@@ -29,12 +37,62 @@ impl Poller {
             return Err(io::Error::last_os_error());
         }
         Ok(Poller {
-            // SAFETY: fd is fresh and owned by nobody else.
-            epfd: unsafe { OwnedFd::from_raw_fd(fd) },
+            reg: Registry {
+                // SAFETY: fd is fresh and owned by nobody else.
+                epfd: Rc::new(unsafe { OwnedFd::from_raw_fd(fd) }),
+            },
             events: Vec::with_capacity(64),
         })
     }
 
+    pub fn registry(&self) -> Registry {
+        self.reg.clone()
+    }
+
+    pub fn add(&self, fd: BorrowedFd, token: u64, interest: Interest) -> io::Result<()> {
+        self.reg.add(fd, token, interest)
+    }
+
+    pub fn delete(&self, fd: BorrowedFd) {
+        self.reg.delete(fd)
+    }
+
+    /// Waits up to `timeout` (None: forever) and calls `f(token)` for each ready source.
+    pub fn wait(&mut self, timeout: Option<Duration>, mut f: impl FnMut(u64)) -> io::Result<()> {
+        // Round up: waking a little late for a protocol timer is fine, spinning early is not.
+        let ms = match timeout {
+            None => -1,
+            Some(t) => t.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as libc::c_int,
+        };
+        self.events.clear();
+        // SAFETY: the buffer has capacity for `capacity()` events; the kernel writes at most
+        // that many and we set the length to what it reports.
+        let n = unsafe {
+            libc::epoll_wait(
+                self.reg.epfd.as_raw_fd(),
+                self.events.as_mut_ptr(),
+                self.events.capacity() as libc::c_int,
+                ms,
+            )
+        };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            return if e.kind() == io::ErrorKind::Interrupted {
+                Ok(())
+            } else {
+                Err(e)
+            };
+        }
+        // SAFETY: the kernel initialised the first n entries.
+        unsafe { self.events.set_len(n as usize) };
+        for ev in &self.events {
+            f(ev.u64);
+        }
+        Ok(())
+    }
+}
+
+impl Registry {
     fn ctl(
         &self,
         op: libc::c_int,
@@ -73,39 +131,5 @@ impl Poller {
                 std::ptr::null_mut(),
             )
         };
-    }
-
-    /// Waits up to `timeout` (None: forever) and calls `f(token)` for each ready source.
-    pub fn wait(&mut self, timeout: Option<Duration>, mut f: impl FnMut(u64)) -> io::Result<()> {
-        // Round up: waking a little late for a protocol timer is fine, spinning early is not.
-        let ms = match timeout {
-            None => -1,
-            Some(t) => t.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as libc::c_int,
-        };
-        self.events.clear();
-        // SAFETY: the buffer has capacity for `capacity()` events; the kernel writes at most
-        // that many and we set the length to what it reports.
-        let n = unsafe {
-            libc::epoll_wait(
-                self.epfd.as_raw_fd(),
-                self.events.as_mut_ptr(),
-                self.events.capacity() as libc::c_int,
-                ms,
-            )
-        };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            return if e.kind() == io::ErrorKind::Interrupted {
-                Ok(())
-            } else {
-                Err(e)
-            };
-        }
-        // SAFETY: the kernel initialised the first n entries.
-        unsafe { self.events.set_len(n as usize) };
-        for ev in &self.events {
-            f(ev.u64);
-        }
-        Ok(())
     }
 }
