@@ -105,13 +105,19 @@ pub fn base64(data: &[u8]) -> String {
 
 /// Decodes standard padded base64 of exactly 32 bytes (a WireGuard key).
 pub fn key_from_base64(s: &str) -> Option<[u8; 32]> {
+    let mut out = [0u8; 32];
+    key_from_base64_into(s, &mut out).then_some(out)
+}
+
+/// [`key_from_base64`] into caller-provided storage (e.g. a `Zeroizing` buffer, so that a secret
+/// key leaves no copy behind). On failure `out` may be partly written.
+pub fn key_from_base64_into(s: &str, out: &mut [u8; 32]) -> bool {
     let s = s.trim();
     if s.len() != 44 || !s.ends_with('=') || s[..43].contains('=') {
-        return None;
+        return false;
     }
     let mut bits: u32 = 0;
     let mut nbits = 0;
-    let mut out = [0u8; 32];
     let mut o = 0;
     for c in s[..43].bytes() {
         let v = match c {
@@ -120,24 +126,21 @@ pub fn key_from_base64(s: &str) -> Option<[u8; 32]> {
             b'0'..=b'9' => c - b'0' + 52,
             b'+' => 62,
             b'/' => 63,
-            _ => return None,
+            _ => return false,
         };
         bits = (bits << 6) | u32::from(v);
         nbits += 6;
         if nbits >= 8 {
             nbits -= 8;
             if o == 32 {
-                return None;
+                return false;
             }
             out[o] = (bits >> nbits) as u8;
             o += 1;
         }
     }
     // 43 chars carry 258 bits: the last 2 must be zero in a canonical encoding.
-    if o != 32 || bits & ((1 << nbits) - 1) != 0 {
-        return None;
-    }
-    Some(out)
+    o == 32 && bits & ((1 << nbits) - 1) == 0
 }
 
 #[cfg(test)]

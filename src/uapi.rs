@@ -475,14 +475,7 @@ fn parse_allowed_ip(s: &str) -> Option<AllowedIpChange> {
         Some(rest) => (true, rest),
         None => (false, s),
     };
-    let (addr, cidr) = s.split_once('/')?;
-    let addr: IpAddr = addr.parse().ok()?;
-    // Like Go's netip.ParsePrefix: no leading zeros in the length.
-    if cidr.len() > 1 && cidr.starts_with('0') {
-        return None;
-    }
-    let max = if addr.is_ipv4() { 32 } else { 128 };
-    let cidr = u8::try_from(parse_dec(cidr, max)?).ok()?;
+    let (addr, cidr) = crate::allowedips::parse_prefix(s)?;
     Some(AllowedIpChange { addr, cidr, remove })
 }
 
