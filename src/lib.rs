@@ -6,6 +6,7 @@
 pub mod aead;
 pub mod allowedips;
 pub mod batch;
+pub mod blobmsg;
 pub mod chacha20;
 pub mod config;
 pub mod cookie;
@@ -29,6 +30,7 @@ pub mod signals;
 pub mod timers;
 pub mod tun;
 pub mod uapi;
+pub mod ubus;
 pub mod uci;
 pub mod udp;
 pub mod wire;
