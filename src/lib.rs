@@ -12,6 +12,7 @@ pub mod config;
 pub mod cookie;
 pub mod crypto;
 pub mod device;
+pub mod dns;
 pub mod event_loop;
 pub mod iface;
 pub mod keypair;
