@@ -24,7 +24,7 @@
 //! (the policy above decides when to ask again), no EDNS.
 
 use crate::crypto::Rng;
-use crate::poller::{Interest, Poller};
+use crate::poller::{Interest, Registry};
 use std::collections::VecDeque;
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV6, UdpSocket};
@@ -1038,7 +1038,7 @@ impl DnsSockets {
         }
     }
 
-    fn open(&mut self, v6: bool, poller: &Poller) -> io::Result<&UdpSocket> {
+    fn open(&mut self, v6: bool, poller: &Registry) -> io::Result<&UdpSocket> {
         let (slot, token) = if v6 {
             (&mut self.v6, self.token_v6)
         } else {
@@ -1073,7 +1073,7 @@ impl DnsSockets {
 
     /// Sends everything `dns` has queued. Failures (no route at boot, no IPv6) are dropped:
     /// the retransmission timer tries again, with the next server.
-    pub fn flush(&mut self, dns: &mut Resolver, poller: &Poller) {
+    pub fn flush(&mut self, dns: &mut Resolver, poller: &Registry) {
         while let Some((to, msg)) = dns.poll_transmit() {
             let sent = self
                 .open(to.is_ipv6(), poller)
@@ -1111,7 +1111,7 @@ impl DnsSockets {
     }
 
     /// Closes the sockets when `dns` has nothing in flight.
-    pub fn close_if_idle(&mut self, dns: &Resolver, poller: &Poller) {
+    pub fn close_if_idle(&mut self, dns: &Resolver, poller: &Registry) {
         if dns.is_idle() {
             for s in [self.v4.take(), self.v6.take()].into_iter().flatten() {
                 poller.delete(s.as_fd());

@@ -751,42 +751,45 @@ impl Io {
                 uapi::write_get_reply(&mut self.clients[i].outbuf, &info);
                 None
             }
-            Request::Set(mut req) => {
-                let now = Instant::now();
-                let mark = req.fwmark.unwrap_or(dev.fwmark);
-                let mut rebound = false;
-                if let Some(port) = req.listen_port.filter(|&p| p != dev.listen_port) {
-                    // Bind first: if the port is taken, the whole request fails unapplied.
-                    match udp::bind(port, mark) {
-                        Ok(pair) => {
-                            req.listen_port = Some(pair.port);
-                            if let Err(e) = self.set_udp(pair) {
-                                log::error(format_args!("cannot use new UDP sockets: {e}"));
-                                return Some(e.raw_os_error().unwrap_or(libc::EIO));
-                            }
-                            rebound = true;
-                        }
-                        Err(e) => {
-                            log::error(format_args!("cannot listen on port {port}: {e}"));
-                            return Some(e.raw_os_error().unwrap_or(libc::EADDRINUSE));
-                        }
+            Request::Set(req) => Some(self.apply_set(req, dev, buf)),
+        }
+    }
+
+    /// Applies a validated set request: a new listen port is bound first, so a port in use
+    /// fails the whole request with nothing applied. Returns the errno (0: done).
+    fn apply_set(&mut self, mut req: uapi::SetRequest, dev: &mut Device, buf: &mut [u8]) -> i32 {
+        let now = Instant::now();
+        let mark = req.fwmark.unwrap_or(dev.fwmark);
+        let mut rebound = false;
+        if let Some(port) = req.listen_port.filter(|&p| p != dev.listen_port) {
+            match udp::bind(port, mark) {
+                Ok(pair) => {
+                    req.listen_port = Some(pair.port);
+                    if let Err(e) = self.set_udp(pair) {
+                        log::error(format_args!("cannot use new UDP sockets: {e}"));
+                        return e.raw_os_error().unwrap_or(libc::EIO);
                     }
+                    rebound = true;
                 }
-                let applied = dev.apply(&req, now);
-                if applied.fwmark_changed && !rebound {
-                    for s in std::iter::once(&self.udp4).chain(self.udp6.as_ref()) {
-                        if let Err(e) = udp::set_mark(s, dev.fwmark) {
-                            log::error(format_args!("cannot set fwmark: {e}"));
-                        }
-                    }
+                Err(e) => {
+                    log::error(format_args!("cannot listen on port {port}: {e}"));
+                    return e.raw_os_error().unwrap_or(libc::EADDRINUSE);
                 }
-                if rebound {
-                    log::info(format_args!("listening on port {}", dev.listen_port));
-                }
-                self.flush_outputs(dev, buf);
-                Some(0)
             }
         }
+        let applied = dev.apply(&req, now);
+        if applied.fwmark_changed && !rebound {
+            for s in std::iter::once(&self.udp4).chain(self.udp6.as_ref()) {
+                if let Err(e) = udp::set_mark(s, dev.fwmark) {
+                    log::error(format_args!("cannot set fwmark: {e}"));
+                }
+            }
+        }
+        if rebound {
+            log::info(format_args!("listening on port {}", dev.listen_port));
+        }
+        self.flush_outputs(dev, buf);
+        0
     }
 
     /// Follows our link's notifications; an error means the interface is gone.
@@ -934,6 +937,22 @@ impl Daemon {
 
     pub fn slots_mut(&mut self) -> impl Iterator<Item = &mut Slot> {
         self.slots.iter_mut().flatten()
+    }
+
+    /// Applies a configuration change to one interface with the UAPI's semantics (see
+    /// `Io::apply_set`); the errno when it was refused, ENODEV for an unknown interface.
+    pub fn apply(&mut self, ifname: &str, req: uapi::SetRequest) -> Result<(), i32> {
+        let buf = &mut self.buf;
+        let s = self
+            .slots
+            .iter_mut()
+            .flatten()
+            .find(|s| s.io.ifname == ifname)
+            .ok_or(libc::ENODEV)?;
+        match s.io.apply_set(req, &mut s.dev, buf) {
+            0 => Ok(()),
+            e => Err(e),
+        }
     }
 
     /// Sends what a configuration change made the device want to send (handshakes).

@@ -7,6 +7,7 @@
 //! The three things of that start-up this program relies on are done in `main` below.
 #![no_main]
 
+use solowg::control::{Managed, Options};
 use solowg::event_loop::{Daemon, Exit};
 use solowg::iface;
 use solowg::log;
@@ -19,15 +20,23 @@ const NOTIFY_ENV: &str = "SOLOWG_NOTIFY_PARENT";
 
 const USAGE: &str = "\
 Usage: solowg [-f|--foreground] <interface-name>
+       solowg --uci [--config-dir DIR] [--uci-bin PATH]
+       solowg show [<interface-name>]
        solowg --version | --help
 
 Creates the TUN interface and serves the WireGuard userspace API on
 /var/run/wireguard/<interface-name>.sock; configure it with wg(8) or wg-quick(8).
 Without -f it detaches once the interface is ready.
 
+--uci: OpenWrt mode, in the foreground (procd runs it). Serves the ubus object 'solowg'
+(up, down, reload, status, genkey, pubkey, genpsk); netifd's handler brings each
+'proto solowg' interface of DIR/network (default /etc/config) up and down through it.
+show: what `wg show` prints, read from the UAPI sockets; private keys are hidden.
+
 Environment:
   LOG_LEVEL=verbose|error|silent   how much to log to stderr (default: info)
   WG_PROCESS_FOREGROUND=1          same as -f
+  UBUS_SOCKET=PATH                 ubus broker socket (default /var/run/ubus/ubus.sock)
 ";
 
 struct Args {
@@ -175,7 +184,73 @@ pub unsafe extern "C" fn main(argc: libc::c_int, argv: *const *const libc::c_cha
     code
 }
 
+/// `--uci`: every managed interface in one loop, with the ubus object.
+fn run_managed(args: &[String]) -> libc::c_int {
+    let mut opts = Options {
+        config_dir: "/etc/config".into(),
+        uci: "uci".into(),
+        ubus_socket: solowg::ubus::socket_path(),
+    };
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match (a.as_str(), it.clone().next()) {
+            ("--config-dir", Some(v)) => {
+                opts.config_dir = v.into();
+                it.next();
+            }
+            ("--uci-bin", Some(v)) => {
+                opts.uci = v.clone();
+                it.next();
+            }
+            _ => {
+                eprintln!("solowg: unexpected argument '{a}'\n\n{USAGE}");
+                return 2;
+            }
+        }
+    }
+    let signals = match solowg::signals::block_and_open() {
+        Ok(s) => s,
+        Err(e) => {
+            log::error(format_args!("cannot set up signals: {e}"));
+            return 1;
+        }
+    };
+    let (mut daemon, mut managed) = match (Daemon::new(signals), Managed::new(opts)) {
+        (Ok(d), Ok(m)) => (d, m),
+        (Err(e), _) | (_, Err(e)) => {
+            log::error(format_args!("cannot start: {e}"));
+            return 1;
+        }
+    };
+    log::info(format_args!("managed mode, serving ubus object 'solowg'"));
+    batch_scheduling();
+    let exit = daemon.run(Some(&mut managed));
+    managed.shutdown(&mut daemon);
+    if let Exit::InterfaceGone(e) = exit {
+        log::error(format_args!("event loop failed: {e}"));
+        return 1;
+    }
+    log::info(format_args!("shutting down"));
+    0
+}
+
 fn real_main(argv: Vec<String>) -> libc::c_int {
+    match argv.get(1).map(String::as_str) {
+        Some("--uci") => return run_managed(&argv[2..]),
+        Some("show") => {
+            return match solowg::show::run(argv.get(2).map(String::as_str)) {
+                Ok(text) => {
+                    print!("{text}");
+                    0
+                }
+                Err(e) => {
+                    eprintln!("solowg: {e}");
+                    1
+                }
+            }
+        }
+        _ => {}
+    }
     match std::env::var("LOG_LEVEL").as_deref() {
         Ok("verbose") | Ok("debug") => log::set_level(log::VERBOSE),
         Ok("error") => log::set_level(log::ERROR),

@@ -200,8 +200,9 @@ impl Shell {
         while let Some(a) = self.endpoints.poll_action() {
             self.actions.push(a);
         }
-        self.sockets.flush(&mut self.dns, &self.poller);
-        self.sockets.close_if_idle(&self.dns, &self.poller);
+        self.sockets.flush(&mut self.dns, &self.poller.registry());
+        self.sockets
+            .close_if_idle(&self.dns, &self.poller.registry());
     }
 
     /// Turns the loop until `done`, failing after LIMIT.
@@ -217,7 +218,7 @@ impl Shell {
     fn resolve(&mut self, name: &str, port: u16) -> Result<Vec<SocketAddr>, Error> {
         self.results.clear();
         self.dns.resolve(name, port, Instant::now());
-        self.sockets.flush(&mut self.dns, &self.poller);
+        self.sockets.flush(&mut self.dns, &self.poller.registry());
         self.run_until(name, |s| !s.results.is_empty());
         self.results.pop().unwrap()
     }
