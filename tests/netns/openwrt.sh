@@ -16,7 +16,7 @@ UBUSD=${SOLOWG_UBUSD:-ubusd}
 UBUS=${SOLOWG_UBUS_CLIENT:-ubus-client}
 
 nt_setup
-nt_require_tools iperf3 jq "$UCI" "$UBUSD" "$UBUS"
+nt_require_tools iperf3 jq busybox "$UCI" "$UBUSD" "$UBUS"
 nt_require_impl solowg
 nt_make_netns || nt_die "could not build the namespaces"
 SOLOWG=$(nt_impl_bin solowg)
@@ -60,23 +60,47 @@ UBUS_SOCKET=$SOCK LOG_LEVEL=verbose ip netns exec "$NT_NS_A" timeout -k 5 "$NT_D
 	"$SOLOWG" --uci --config-dir "$CFG" --uci-bin "$UCI" >>"$NT_TMP/solowg-uci.log" 2>&1 &
 DPID=$!
 NT_BG_PIDS+=("$DPID")
-NT_IFACES+=("$IF" "${IF}n")
+NT_IFACES+=("$IF" "${IF}n" "${IF}x")
 object_there() { ubus_ list solowg 2>/dev/null | grep -q solowg; }
 nt_check uci.object-registered nt_wait_until 10 object_there || nt_die "no ubus object"
 
-# The `up` call, as netifd's handler makes it, and what the handler announces from it.
-up_reply=$(ubus_ call solowg up "{\"interface\":\"$IF\"}" || true)
-printf '%s\n' "$up_reply" >"$NT_TMP/up.json"
-up_ok() {
-	[[ $(jq -r '.error // empty' <<<"$up_reply") == "" ]] &&
-		[[ $(jq -r '.addresses[0]' <<<"$up_reply") == "$NT_IN4_A/24" ]] &&
-		[[ $(jq -r '.routes[0]' <<<"$up_reply") == "$NT_IN4_B/32" ]] &&
-		[[ $(jq -r '.host_dependencies[0]' <<<"$up_reply") == "$NT_OUT4_B" ]] &&
+# netifd's side: our protocol handler (files/solowg.sh) run as netifd would run it, with
+# the real jshn, busybox ash (OpenWrt's shell) and the real ubus CLI (as `ubus`), and a stand-in of netifd's handler
+# library that records what the handler announces (tests/netns/netifd-standin.sh).
+mkdir -p "$NT_TMP/bin"
+ln -sf "$(command -v "$UBUS")" "$NT_TMP/bin/ubus"
+JSHN_DIR=$(dirname "$(command -v "$UCI")")
+# shellcheck disable=SC2016 # the inner script's $1.. are its own arguments
+handler() { # handler ACTION IFACE: runs proto_solowg_ACTION, returns the recorded lines
+	: >"$NT_TMP/netifd.log"
+	ip netns exec "$NT_NS_A" env PATH="$NT_TMP/bin:$JSHN_DIR:$PATH" UBUS_SOCKET="$SOCK" \
+		NETIFD_LOG="$NT_TMP/netifd.log" INCLUDE_ONLY=1 timeout 30 busybox sh -c '
+		. "$1/jshn.sh"; . "$2/netifd-standin.sh"; . "$3/files/solowg.sh"
+		proto_solowg_$4 "$5"' sh "$JSHN_DIR" "$here" "$here/../.." "$1" "$2" || true
+	cat "$NT_TMP/netifd.log"
+}
+[[ -x $JSHN_DIR/jshn ]] || nt_die "jshn not built next to $UCI (tests/uci/build-uci.sh needs libjson-c-dev)"
+ann=$(handler setup "$IF")
+printf '%s\n' "$ann" >"$NT_TMP/announce.log"
+announced() { grep -qxF -- "$1" <<<"$ann"; }
+setup_ok() {
+	announced "proto_init_update $IF 1" &&
+		announced "proto_add_ipv4_address $NT_IN4_A 24" &&
+		announced "proto_add_ipv4_route $NT_IN4_B 32" &&
+		announced "proto_send_update $IF" &&
+		announced "proto_add_host_dependency $IF $NT_OUT4_B " &&
+		! grep -q proto_notify_error <<<"$ann" &&
 		nt_link_exists "$NT_NS_A" "$IF" && nt_sock_exists "$IF"
 }
-nt_check uci.up-creates-interface-and-netifd-data up_ok || true
-ip -n "$NT_NS_A" addr add "$NT_IN4_A/24" dev "$IF"
+nt_check netifd.setup-announces-addresses-routes-hostdeps setup_ok || true
+# What netifd does with the announcement: claim the device (up) and add what was announced.
 ip -n "$NT_NS_A" link set "$IF" up
+while read -r what addr mask _; do
+	case $what in
+	proto_add_ipv4_address) ip -n "$NT_NS_A" addr add "$addr/$mask" dev "$IF" ;;
+	proto_add_ipv4_route) ip -n "$NT_NS_A" route replace "$addr/$mask" dev "$IF" ;;
+	esac
+done <<<"$ann"
 
 # B: plain solowg, waits to be contacted.
 nt_check start.B nt_start_daemon solowg "$NT_NS_B" "$NT_IF_B" || nt_die "B did not start"
@@ -104,7 +128,7 @@ status_ok() {
 }
 nt_check uci.status-shows-peer status_ok || true
 no_secrets() {
-	! grep -qF -- "$(cat "$NT_TMP/a.key")" "$NT_TMP/status.json" "$NT_TMP/up.json" \
+	! grep -qF -- "$(cat "$NT_TMP/a.key")" "$NT_TMP/status.json" "$NT_TMP/announce.log" \
 		"$NT_TMP/solowg-uci.log" "$NT_TMP/events.log"
 }
 nt_check uci.no-private-key-in-ubus-or-log no_secrets || true
@@ -174,8 +198,35 @@ gen_ok() {
 		status | jq -e ".interfaces[] | select(.name==\"${IF}n\") | .public_key == \"$(wg pubkey <<<"$k")\"" >/dev/null
 }
 nt_check uci.private-key-generated-and-saved gen_ok || true
-ubus_ call solowg down "{\"interface\":\"${IF}n\"}" >/dev/null || true
-nt_check uci.down-removes-interface nt_wait_until 3 nt_sock_gone "${IF}n" || true
+handler teardown "${IF}n" >/dev/null
+down_ok() { nt_sock_gone "${IF}n" && ! nt_link_exists "$NT_NS_A" "${IF}n"; }
+nt_check netifd.teardown-removes-interface nt_wait_until 3 down_ok || true
+
+# A fatal configuration error: reported to netifd, and no restart loop.
+uci_ set "network.${IF}x=interface"
+uci_ set "network.${IF}x.proto=solowg"
+uci_ set "network.${IF}x.private_key=bad"
+uci_ commit network
+bad=$(handler setup "${IF}x")
+printf '%s\n' "$bad" >"$NT_TMP/announce-bad.log"
+fatal_ok() {
+	grep -q "^proto_notify_error ${IF}x CONFIG_ERROR .*private_key" <<<"$bad" &&
+		grep -qx "proto_block_restart ${IF}x" <<<"$bad" &&
+		grep -qx "proto_setup_failed ${IF}x" <<<"$bad" &&
+		! nt_link_exists "$NT_NS_A" "${IF}x"
+}
+nt_check netifd.bad-key-error-and-no-restart fatal_ok || true
+# shellcheck disable=SC2016
+init_ok() {
+	: >"$NT_TMP/netifd.log"
+	NETIFD_LOG="$NT_TMP/netifd.log" INCLUDE_ONLY=1 busybox sh -c '
+		. "$1/netifd-standin.sh"; . "$2/files/solowg.sh"; proto_solowg_init_config
+		echo "flags $available $no_device $no_proto_task" >>"$NETIFD_LOG"' sh "$here" "$here/../.." &&
+		grep -qx "flags 1 1 1" "$NT_TMP/netifd.log" &&
+		grep -qx "config string private_key" "$NT_TMP/netifd.log" &&
+		grep -qx "config array addresses" "$NT_TMP/netifd.log"
+}
+nt_check netifd.init-config init_ok || true
 
 # The broker restarts: the daemon reconnects and registers its object again.
 nt_stop_job "$UBUSD_PID"

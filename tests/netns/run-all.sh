@@ -48,6 +48,10 @@ done
 for u in "${impls[@]}"; do
 	[[ $u == solowg ]] && add_entry gso-fallback "$u"
 done
+# OpenWrt mode (UCI, ubus, the netifd handler) is solowg's own.
+for u in "${impls[@]}"; do
+	[[ $u == solowg ]] && add_entry openwrt
+done
 
 out_dir=$(mktemp -d "${TMPDIR:-/tmp}/solowg-run-all.XXXXXX")
 trap 'rm -rf "$out_dir"' EXIT

@@ -66,3 +66,15 @@ ar rcs "$work/libuci.a" "${objs[@]}"
 "$cc" "${cflags[@]}" "$src/uci/cli.c" "$work/libuci.a" -o "$out/uci.tmp"
 mv -f "$out/uci.tmp" "$out/uci"
 echo "built $out/uci from $src"
+
+# jshn (libubox's JSON tool for shell scripts, which netifd's handler library uses) and its
+# jshn.sh, for the protocol handler test; needs json-c (libjson-c-dev).
+if [[ -f $src/libubox/jshn.c && -f /usr/include/json-c/json.h ]]; then
+	"$cc" -O1 -std=gnu99 -w -I"$work/include" -I"$src" -I/usr/include/json-c -DJSONC \
+		"$src/libubox/jshn.c" "$src/libubox/blobmsg_json.c" "$src/libubox/blobmsg.c" \
+		"$src/libubox/blob.c" "$src/libubox/avl.c" "$src/libubox/avl-cmp.c" \
+		-ljson-c -o "$out/jshn.tmp"
+	mv -f "$out/jshn.tmp" "$out/jshn"
+	cp "$src/libubox/sh/jshn.sh" "$out/jshn.sh"
+	echo "built $out/jshn and $out/jshn.sh"
+fi

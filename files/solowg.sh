@@ -1,0 +1,121 @@
+#!/bin/sh
+# netifd protocol handler for 'proto solowg'. The tunnels are served by one daemon
+# (/etc/init.d/solowg): setup asks it over ubus to create and configure the interface from
+# /etc/config/network, then announces the addresses, routes and endpoint host dependencies
+# it returns; teardown asks it to remove the interface. Configuration errors are shown in
+# `ubus call network.interface.<name> status` and stop netifd from retrying in a loop.
+
+[ -n "$INCLUDE_ONLY" ] || [ -x /usr/sbin/solowg ] || exit 0
+
+[ -n "$INCLUDE_ONLY" ] || {
+	. /lib/functions.sh
+	. ../netifd-proto.sh
+	init_proto "$@"
+}
+
+proto_solowg_init_config() {
+	available=1
+	no_device=1
+	no_proto_task=1
+	renew_handler=1
+	proto_config_add_string "private_key"
+	proto_config_add_int "listen_port"
+	proto_config_add_int "mtu"
+	proto_config_add_string "fwmark"
+	proto_config_add_array "addresses"
+	proto_config_add_array "ip6prefix"
+	proto_config_add_boolean "nohostroute"
+	proto_config_add_string "tunlink"
+}
+
+# solowg_split CIDR: sets addr and mask (empty for a bare address).
+solowg_split() {
+	addr=${1%/*}
+	mask=${1#*/}
+	[ "$mask" = "$1" ] && mask=
+}
+
+proto_solowg_setup() {
+	local config="$1"
+	local reply err ifname tunlink addresses routes prefixes hosts warnings
+	local a addr mask
+
+	reply=$(ubus -t 15 call solowg up "{\"interface\":\"$config\"}" 2>&1) || {
+		proto_notify_error "$config" "DAEMON_UNAVAILABLE"
+		proto_setup_failed "$config"
+		return 1
+	}
+	json_load "$reply"
+	json_get_var err error
+	if [ -n "$err" ]; then
+		logger -t solowg "$config: $err"
+		proto_notify_error "$config" "CONFIG_ERROR" "$err"
+		# Retrying cannot fix a bad key or an unknown interface: no restart loop.
+		proto_block_restart "$config"
+		proto_setup_failed "$config"
+		return 1
+	fi
+	# Everything is read out first: each proto_* helper below starts a new JSON message.
+	json_get_var ifname ifname
+	json_get_var tunlink tunlink
+	json_get_values addresses addresses
+	json_get_values routes routes
+	json_get_values prefixes ip6prefix
+	json_get_values hosts host_dependencies
+	warnings=$(solowg_lines errors)
+
+	proto_init_update "$ifname" 1
+	for a in $addresses; do
+		solowg_split "$a"
+		case "$addr" in
+		*:*) proto_add_ipv6_address "$addr" "${mask:-128}" ;;
+		*) proto_add_ipv4_address "$addr" "${mask:-32}" ;;
+		esac
+	done
+	for a in $routes; do
+		solowg_split "$a"
+		case "$addr" in
+		*:*) proto_add_ipv6_route "$addr" "${mask:-128}" ;;
+		*) proto_add_ipv4_route "$addr" "${mask:-32}" ;;
+		esac
+	done
+	for a in $prefixes; do
+		proto_add_ipv6_prefix "$a"
+	done
+	proto_send_update "$config"
+
+	for a in $hosts; do
+		proto_add_host_dependency "$config" "$a" "$tunlink"
+	done
+	# Skipped peers: the interface is up, the problem is reported.
+	[ -z "$warnings" ] || printf '%s\n' "$warnings" | while read -r a; do
+		logger -t solowg "$config: $a"
+		proto_notify_error "$config" "PEER_SKIPPED" "$a"
+	done
+}
+
+# solowg_lines ARRAY: the strings of a JSON array of the loaded message, one per line.
+solowg_lines() {
+	local keys k v
+	json_select "$1" 2>/dev/null || return 0
+	json_get_keys keys
+	for k in $keys; do
+		json_get_var v "$k"
+		printf '%s\n' "$v"
+	done
+	json_select ..
+}
+
+proto_solowg_teardown() {
+	local config="$1"
+	ubus -t 5 call solowg down "{\"interface\":\"$config\"}" >/dev/null 2>&1
+	return 0
+}
+
+proto_solowg_renew() {
+	ubus -t 10 call solowg reload >/dev/null 2>&1
+}
+
+[ -n "$INCLUDE_ONLY" ] || {
+	add_protocol solowg
+}
