@@ -216,6 +216,10 @@ nt_cleanup() {
 	for ifname in "${NT_IFACES[@]}"; do
 		rm -f "$NT_SOCK_DIR/$ifname.sock"
 	done
+	# Per-namespace files a test created (e.g. /etc/netns/<ns>/resolv.conf).
+	for ns in "${NT_NAMESPACES[@]}"; do
+		[[ -n $ns && -d /etc/netns/$ns ]] && rm -rf -- "/etc/netns/$ns"
+	done
 	if [[ -n $NT_TMP && -d $NT_TMP ]]; then
 		if [[ $rc -ne 0 || $NT_FAIL -gt 0 ]]; then
 			nt_dump_logs

@@ -16,7 +16,7 @@ UBUSD=${SOLOWG_UBUSD:-ubusd}
 UBUS=${SOLOWG_UBUS_CLIENT:-ubus-client}
 
 nt_setup
-nt_require_tools iperf3 jq busybox "$UCI" "$UBUSD" "$UBUS"
+nt_require_tools iperf3 jq busybox dnsmasq "$UCI" "$UBUSD" "$UBUS"
 nt_require_impl solowg
 nt_make_netns || nt_die "could not build the namespaces"
 SOLOWG=$(nt_impl_bin solowg)
@@ -43,10 +43,15 @@ uci_ set "network.peerb=solowg_$IF"
 uci_ set "network.peerb.public_key=$(nt_pub b)"
 uci_ set "network.peerb.description=B's side"
 uci_ add_list "network.peerb.allowed_ips=$NT_IN4_B/32"
-uci_ set "network.peerb.endpoint_host=$NT_OUT4_B"
+# A host name: DNS is down when the interface comes up, and up later (see below).
+uci_ set "network.peerb.endpoint_host=peer-b.test"
 uci_ set "network.peerb.endpoint_port=$NT_PORT_B"
 uci_ set "network.peerb.route_allowed_ips=1"
 uci_ commit network
+
+# A's resolver: `ip netns exec` puts this file over /etc/resolv.conf inside A's namespace.
+mkdir -p "/etc/netns/$NT_NS_A"
+echo "nameserver $NT_OUT4_B" >"/etc/netns/$NT_NS_A/resolv.conf"
 
 ubusd_start() {
 	ip netns exec "$NT_NS_A" timeout 300 "$UBUSD" --socket="$SOCK" >>"$NT_TMP/ubusd.log" 2>&1 &
@@ -88,7 +93,6 @@ setup_ok() {
 		announced "proto_add_ipv4_address $NT_IN4_A 24" &&
 		announced "proto_add_ipv4_route $NT_IN4_B 32" &&
 		announced "proto_send_update $IF" &&
-		announced "proto_add_host_dependency $IF $NT_OUT4_B " &&
 		! grep -q proto_notify_error <<<"$ann" &&
 		nt_link_exists "$NT_NS_A" "$IF" && nt_sock_exists "$IF"
 }
@@ -111,7 +115,17 @@ nt_iface_up "$NT_NS_B" "$NT_IF_B" "$NT_IN4_B" "$NT_IN6_B"
 timeout 60 "$UBUS" -s "$SOCK" listen 'solowg.*' >"$NT_TMP/events.log" 2>&1 &
 NT_BG_PIDS+=("$!")
 sleep 0.3
-nt_check uci.tunnel-ping nt_wait_ping "$NT_NS_A" "$NT_IN4_B" 10 || true
+# No DNS server yet: the interface is up (above) and nothing reaches B.
+unresolved() {
+	nt_link_exists "$NT_NS_A" "$IF" && ! nt_ping_ok "$NT_NS_A" "$NT_IN4_B" &&
+		ubus_ call solowg status | jq -e '.interfaces[0].peers[0].endpoint == ""' >/dev/null
+}
+nt_check dns.down-at-start-does-not-block-the-interface unresolved || true
+ip netns exec "$NT_NS_B" timeout 120 dnsmasq -k -u root --no-resolv --no-hosts --bind-interfaces \
+	--listen-address="$NT_OUT4_B" --address="/peer-b.test/$NT_OUT4_B" --pid-file= \
+	>>"$NT_TMP/dnsmasq.log" 2>&1 &
+NT_BG_PIDS+=("$!")
+nt_check dns.name-resolved-after-dns-comes-up nt_wait_ping "$NT_NS_A" "$NT_IN4_B" 25 || true
 
 status() { ubus_ call solowg status; }
 peer_hs() { status | jq -r ".interfaces[] | select(.name==\"$IF\") | .peers[] | select(.public_key==\"$1\") | .latest_handshake"; }
@@ -123,6 +137,7 @@ status_ok() {
 	jq -e ".interfaces[0].name == \"$IF\" and .interfaces[0].public_key == \"$(nt_pub a)\"
 		and .interfaces[0].listen_port == $NT_PORT_A
 		and (.interfaces[0].peers[0] | .description == \"B's side\" and .latest_handshake > 0
+			and .endpoint == \"$NT_OUT4_B:$NT_PORT_B\" and .endpoint_host == \"peer-b.test\"
 			and .rx_bytes > 0 and .preshared_key == false and .allowed_ips == [\"$NT_IN4_B/32\"])
 		and (.interfaces[0].drops | type == \"object\")" <<<"$s" >/dev/null
 }
