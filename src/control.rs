@@ -41,6 +41,8 @@ pub struct Options {
     /// The `uci` program, used only to save a generated private key.
     pub uci: String,
     pub ubus_socket: PathBuf,
+    /// The ubus CLI, used to tell netifd about endpoint addresses learnt from DNS.
+    pub ubus_cli: String,
 }
 
 /// A peer whose endpoint is a host name, by interface and public key.
@@ -65,6 +67,8 @@ pub struct Managed {
     /// Last handshake (unix seconds) reported per (interface, peer), and whether the peer
     /// was reported stale since.
     seen: HashMap<(String, [u8; 32]), (u64, bool)>,
+    /// `ubus call network.interface notify_proto` processes not yet reaped.
+    children: Vec<std::process::Child>,
 }
 
 fn table(entries: Vec<(&str, Value)>) -> Vec<(String, Value)> {
@@ -117,6 +121,7 @@ impl Managed {
             next_endpoint_id: 1,
             next_check: Instant::now(),
             seen: HashMap::new(),
+            children: Vec::new(),
         })
     }
 
@@ -644,6 +649,7 @@ impl Managed {
 
     /// Once a second: handshake and stale events, stalled peers re-resolved.
     fn check_peers(&mut self, d: &mut Daemon, now: Instant) {
+        self.reap();
         let unix = unix_now();
         let stale_after = REJECT_AFTER_TIME.as_secs();
         let mut events = Vec::new();
@@ -709,11 +715,59 @@ impl Managed {
                     "{}: endpoint resolved to {}",
                     n.ifname, act.addr
                 ));
+                self.host_dependency(&n.ifname, act.addr.ip());
             }
         }
         let reg = d.registry();
         self.dns_sockets.flush(&mut self.dns, &reg);
         self.dns_sockets.close_if_idle(&self.dns, &reg);
+    }
+}
+
+impl Managed {
+    /// An endpoint address learnt from DNS needs the host route netifd keeps for endpoints
+    /// (action 6 of notify_proto, as the handler announces literal ones), or a tunnel that
+    /// routes 0.0.0.0/0 would carry its own encrypted packets. Rare (one per resolution),
+    /// so the ubus CLI is run rather than a second ubus client kept in the loop.
+    fn host_dependency(&mut self, ifname: &str, ip: IpAddr) {
+        let Some(cfg) = self.running.get(ifname) else {
+            return;
+        };
+        if cfg.nohostroute {
+            return;
+        }
+        let mut msg = format!(r#"{{"action":6,"interface":"{ifname}","host":"{ip}""#);
+        if let Some(t) = &cfg.tunlink {
+            msg.push_str(&format!(r#","ifname":"{t}""#));
+        }
+        msg.push('}');
+        let sock = self.opts.ubus_socket.display().to_string();
+        match std::process::Command::new(&self.opts.ubus_cli)
+            .args([
+                "-s",
+                &sock,
+                "-t",
+                "5",
+                "call",
+                "network.interface",
+                "notify_proto",
+                &msg,
+            ])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+        {
+            Ok(c) => self.children.push(c),
+            Err(e) => log::error(format_args!(
+                "{ifname}: cannot run '{}' for the endpoint host route: {e}",
+                self.opts.ubus_cli
+            )),
+        }
+    }
+
+    fn reap(&mut self) {
+        self.children
+            .retain_mut(|c| matches!(c.try_wait(), Ok(None)));
     }
 }
 

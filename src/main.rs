@@ -20,7 +20,7 @@ const NOTIFY_ENV: &str = "SOLOWG_NOTIFY_PARENT";
 
 const USAGE: &str = "\
 Usage: solowg [-f|--foreground] <interface-name>
-       solowg --uci [--config-dir DIR] [--uci-bin PATH]
+       solowg --uci [--config-dir DIR] [--uci-bin PATH] [--ubus-bin PATH]
        solowg show [<interface-name>]
        solowg --version | --help
 
@@ -190,6 +190,7 @@ fn run_managed(args: &[String]) -> libc::c_int {
         config_dir: "/etc/config".into(),
         uci: "uci".into(),
         ubus_socket: solowg::ubus::socket_path(),
+        ubus_cli: "ubus".into(),
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -200,6 +201,10 @@ fn run_managed(args: &[String]) -> libc::c_int {
             }
             ("--uci-bin", Some(v)) => {
                 opts.uci = v.clone();
+                it.next();
+            }
+            ("--ubus-bin", Some(v)) => {
+                opts.ubus_cli = v.clone();
                 it.next();
             }
             _ => {
