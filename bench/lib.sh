@@ -54,8 +54,8 @@ bench_need_solowg() {
 	local bin
 	bin=$(nt_impl_bin solowg)
 	[[ -x $bin ]] && return 0
-	bench_log "no $bin: cargo build --release"
-	(cd "$NT_REPO_ROOT" && timeout 1800 cargo build --release </dev/null) || nt_die "build failed"
+	bench_log "no $bin: .ci/build"
+	(cd "$NT_REPO_ROOT" && timeout 1800 .ci/build </dev/null) || nt_die "build failed"
 	[[ -x $bin ]] || nt_die "build did not produce $bin"
 }
 

@@ -24,8 +24,8 @@ fail() {
 }
 
 if [[ $IMPL == solowg && ${SKIP_BUILD:-0} != 1 ]]; then
-	say "Building solowg (cargo build --release)"
-	(cd "$NT_REPO_ROOT" && cargo build --release --quiet) || fail "build failed"
+	say "Building solowg (.ci/build)"
+	(cd "$NT_REPO_ROOT" && .ci/build --quiet) || fail "build failed"
 fi
 
 nt_setup

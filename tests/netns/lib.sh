@@ -163,7 +163,7 @@ nt_require_impl() {
 		*) nt_die "unknown implementation '$impl' (solowg | wireguard-go | boringtun)" ;;
 		esac
 		nt_impl_available "$impl" ||
-			nt_die "$impl not found at '$(nt_impl_bin "$impl")' (build with 'cargo build --release' or run .ci/install)"
+			nt_die "$impl not found at '$(nt_impl_bin "$impl")' (build with .ci/build or run .ci/install)"
 	done
 }
 
