@@ -349,6 +349,9 @@ impl Managed {
             self.named.remove(&id);
             self.endpoints.remove(id, &mut self.dns);
         }
+        if !wanted.is_empty() {
+            self.load_name_sources();
+        }
         for p in wanted {
             let known = self
                 .named
@@ -690,6 +693,21 @@ impl Managed {
         }
     }
 
+    /// Static names and name servers can change at any time (at boot, DHCP on the WAN):
+    /// read them again while some endpoint is a name. Small files, once a second.
+    fn refresh_name_sources(&mut self) {
+        if !self.named.is_empty() {
+            self.load_name_sources();
+        }
+    }
+
+    fn load_name_sources(&mut self) {
+        if let Ok(t) = std::fs::read_to_string("/etc/hosts") {
+            self.dns.set_hosts(dns::parse_hosts(&t));
+        }
+        self.dns.set_servers(dns::system_servers());
+    }
+
     fn run_dns(&mut self, d: &mut Daemon, now: Instant) {
         self.dns.on_timer(now);
         while let Some((q, r)) = self.dns.poll_result() {
@@ -820,6 +838,7 @@ impl Control for Managed {
         if now >= self.next_check {
             self.next_check = now + CHECK_EVERY;
             self.check_peers(d, now);
+            self.refresh_name_sources();
             self.run_dns(d, now);
         }
     }

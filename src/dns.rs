@@ -419,6 +419,24 @@ pub struct Resolver {
     next_query: u64,
     transmits: VecDeque<(SocketAddr, Vec<u8>)>,
     results: VecDeque<(QueryId, Result<Vec<SocketAddr>, Error>)>,
+    /// Static names (/etc/hosts), looked up before DNS as the C library does.
+    hosts: Vec<(IpAddr, String)>,
+}
+
+/// `/etc/hosts` text: (address, lower-case name) for every name on every line.
+pub fn parse_hosts(text: &str) -> Vec<(IpAddr, String)> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let line = line.split('#').next().unwrap_or("");
+        let mut words = line.split_whitespace();
+        let Some(ip) = words.next().and_then(|w| w.parse::<IpAddr>().ok()) else {
+            continue;
+        };
+        for name in words {
+            out.push((ip, name.to_ascii_lowercase()));
+        }
+    }
+    out
 }
 
 impl Resolver {
@@ -440,6 +458,7 @@ impl Resolver {
             next_query: 0,
             transmits: VecDeque::new(),
             results: VecDeque::new(),
+            hosts: Vec::new(),
         };
         r.set_servers(servers);
         r
@@ -468,6 +487,11 @@ impl Resolver {
         &self.servers
     }
 
+    /// Replaces the static names (from `parse_hosts`), consulted before any query.
+    pub fn set_hosts(&mut self, hosts: Vec<(IpAddr, String)>) {
+        self.hosts = hosts;
+    }
+
     /// True when nothing is in flight and nothing waits to be sent or collected.
     pub fn is_idle(&self) -> bool {
         self.queries.is_empty() && self.transmits.is_empty() && self.results.is_empty()
@@ -486,6 +510,18 @@ impl Resolver {
         if let Ok(ip) = literal.parse::<IpAddr>() {
             self.results
                 .push_back((id, Ok(vec![SocketAddr::new(ip, port)])));
+            return id;
+        }
+        let lower = name.trim_end_matches('.').to_ascii_lowercase();
+        let mut found: Vec<SocketAddr> = self
+            .hosts
+            .iter()
+            .filter(|(_, n)| *n == lower)
+            .map(|&(ip, _)| SocketAddr::new(ip, port))
+            .collect();
+        if !found.is_empty() {
+            found.sort_by_key(|a| a.is_ipv6()); // IPv4 first, as for DNS answers
+            self.results.push_back((id, Ok(found)));
             return id;
         }
         let Some(wire) = encode_name(name) else {
@@ -1910,5 +1946,34 @@ mod tests {
         assert!(eps.get(3).is_none());
         eps.note_handshake_stalled(1, t0 + secs(100));
         assert_eq!(eps.next_deadline(t0 + secs(100)), Some(t0 + secs(100)));
+    }
+
+    #[test]
+    fn hosts_file_names_answer_before_dns() {
+        let hosts = parse_hosts(
+            "# c\n127.0.0.1 localhost\n10.1.2.3  Peer.Example  alias # x\n::1 v6only\nbad line\n",
+        );
+        let mut r = Resolver::new(
+            vec!["192.0.2.53:53".parse().unwrap()],
+            Rng::from_seed([7; 32]),
+        );
+        r.set_hosts(hosts);
+        let now = Instant::now();
+        let q = r.resolve("peer.example.", 51820, now);
+        assert_eq!(
+            r.poll_result(),
+            Some((q, Ok(vec!["10.1.2.3:51820".parse().unwrap()])))
+        );
+        let q = r.resolve("v6only", 1, now);
+        assert_eq!(
+            r.poll_result(),
+            Some((q, Ok(vec!["[::1]:1".parse().unwrap()])))
+        );
+        assert!(
+            r.poll_transmit().is_none(),
+            "no DNS query for a static name"
+        );
+        r.resolve("other.example", 1, now);
+        assert!(r.poll_transmit().is_some(), "other names still go to DNS");
     }
 }
