@@ -34,10 +34,26 @@ pub fn get(ifname: &str) -> io::Result<Zeroizing<String>> {
     let mut s = UnixStream::connect(iface::socket_path(ifname))?;
     s.set_read_timeout(Some(Duration::from_secs(5)))?;
     s.write_all(b"get=1\n\n")?;
-    let mut out = Zeroizing::new(String::new());
-    let mut r = s.take(MAX_REPLY);
-    r.read_to_string(&mut out)?;
-    Ok(out)
+    // The daemon keeps the connection open for more requests: the reply ends with its
+    // errno line and an empty line.
+    let mut raw = Zeroizing::new(Vec::new());
+    let mut chunk = Zeroizing::new([0u8; 4096]);
+    loop {
+        let n = s.read(&mut chunk[..])?;
+        if n == 0 {
+            break;
+        }
+        raw.extend_from_slice(&chunk[..n]);
+        let ended = raw.ends_with(b"\n\n")
+            && raw[..raw.len() - 1]
+                .rsplit(|&b| b == b'\n')
+                .nth(1)
+                .is_some_and(|l| l.starts_with(b"errno="));
+        if ended || raw.len() as u64 > MAX_REPLY {
+            break;
+        }
+    }
+    Ok(Zeroizing::new(String::from_utf8_lossy(&raw).into_owned()))
 }
 
 fn ago(secs: u64) -> String {
