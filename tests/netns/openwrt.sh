@@ -24,7 +24,7 @@ UBUSD=${SOLOWG_UBUSD:-ubusd}
 UBUS=${SOLOWG_UBUS_CLIENT:-ubus-client}
 
 nt_setup
-nt_require_tools iperf3 jq busybox dnsmasq "$UCI" "$UBUSD" "$UBUS"
+nt_require_tools iperf3 jq busybox dnsmasq nft "$UCI" "$UBUSD" "$UBUS"
 nt_require_impl solowg
 nt_make_netns || nt_die "could not build the namespaces"
 SOLOWG=$(nt_impl_bin solowg)
@@ -146,7 +146,7 @@ for r in b a; do
 	apply_announcement $r "$ann"
 done
 
-timeout 120 "$UBUS" -s "$(sock a)" listen 'solowg.*' >"$NT_TMP/events.log" 2>&1 &
+timeout 600 "$UBUS" -s "$(sock a)" listen 'solowg.*' >"$NT_TMP/events.log" 2>&1 &
 NT_BG_PIDS+=("$!")
 sleep 0.3
 # No DNS server yet: A's interface is up (above) and nothing reaches B.
@@ -291,6 +291,9 @@ rm -f "$(sock a)"
 nt_check a.ubusd.restart ubusd_start a || true
 nt_check ubus.object-back-after-broker-restart nt_wait_until 15 object_there a || true
 nt_check ubus.tunnel-survived-broker-restart nt_ping_ok "$NT_NS_A" "$NT_IN4_B" || true
+# The old broker took the event listener with it.
+timeout 600 "$UBUS" -s "$(sock a)" listen 'solowg.*' >>"$NT_TMP/events.log" 2>&1 &
+NT_BG_PIDS+=("$!")
 
 no_secrets() {
 	local f
@@ -305,9 +308,18 @@ nt_check no-private-key-in-ubus-show-logs-or-events no_secrets || true
 
 # DDNS: B's address changes and its name follows (A's hosts file). A notices that its
 # handshakes stall (none for 180 s, REJECT_AFTER_TIME), resolves the name again and reaches
-# B at the new address.
+# B at the new address. A is made unreachable for B's own new flows, as behind NAT (else B,
+# knowing A's address, would initiate from its new address and roaming alone would heal it).
 if [[ ${OPENWRT_SKIP_DDNS:-0} != 1 ]]; then
 	NEW_B=10.201.0.22
+	ip netns exec "$NT_NS_B" nft -f - <<NFT
+table inet solowg_test_nat {
+	chain out {
+		type filter hook output priority 0; policy accept;
+		ip daddr $NT_OUT4_A udp dport $NT_PORT_A ct state new drop
+	}
+}
+NFT
 	ip -n "$NT_NS_B" addr add "$NEW_B/24" dev "$NT_VETH_B"
 	ip -n "$NT_NS_B" addr del "$NT_OUT4_B/24" dev "$NT_VETH_B"
 	echo "$NEW_B peer-b.test" >"/etc/netns/$NT_NS_A/hosts"
@@ -318,6 +330,8 @@ if [[ ${OPENWRT_SKIP_DDNS:-0} != 1 ]]; then
 			[[ $(peer_of a "$(nt_pub b)" endpoint) == "$NEW_B:$NT_PORT_B" ]]
 	}
 	nt_check dns.changed-name-followed-after-stall nt_wait_until 240 followed || true
+	stale_seen() { grep -q '"event":"solowg.stale"' "$NT_TMP/events.log"; }
+	nt_check ubus.stale-event-during-the-stall stale_seen || true
 fi
 
 # SIGTERM: gone within a second, with its sockets.
