@@ -43,6 +43,11 @@ pub struct Options {
     pub ubus_socket: PathBuf,
     /// The ubus CLI, used to tell netifd about endpoint addresses learnt from DNS.
     pub ubus_cli: String,
+    /// Names of the interfaces that are up, kept on tmpfs: a daemon that finds it at start
+    /// was restarted (crash, procd respawn) and asks netifd to set them up again with `ifup`.
+    pub state_file: PathBuf,
+    /// The program that asks netifd to set an interface up.
+    pub ifup: String,
 }
 
 /// A peer whose endpoint is a host name, by interface and public key.
@@ -67,8 +72,10 @@ pub struct Managed {
     /// Last handshake (unix seconds) reported per (interface, peer), and whether the peer
     /// was reported stale since.
     seen: HashMap<(String, [u8; 32]), (u64, bool)>,
-    /// `ubus call network.interface notify_proto` processes not yet reaped.
+    /// `ubus call network.interface notify_proto` and `ifup` processes not yet reaped.
     children: Vec<std::process::Child>,
+    /// Interfaces a previous instance had up, to hand back to netifd once registered.
+    restore: Vec<String>,
 }
 
 fn table(entries: Vec<(&str, Value)>) -> Vec<(String, Value)> {
@@ -109,7 +116,7 @@ impl Managed {
         let dns_rng = Rng::from_seed(seed);
         rng.fill(&mut seed);
         let ep_rng = Rng::from_seed(seed);
-        Ok(Managed {
+        let mut m = Managed {
             opts,
             ubus,
             running: HashMap::new(),
@@ -122,7 +129,37 @@ impl Managed {
             next_check: Instant::now(),
             seen: HashMap::new(),
             children: Vec::new(),
-        })
+            restore: Vec::new(),
+        };
+        m.load_restore();
+        Ok(m)
+    }
+
+    /// Reads what a previous instance left (see `Options::state_file`).
+    fn load_restore(&mut self) {
+        if let Ok(t) = std::fs::read_to_string(&self.opts.state_file) {
+            self.restore = t
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty() && l.len() <= config::MAX_IFNAME_LEN)
+                .map(str::to_string)
+                .collect();
+        }
+    }
+
+    fn save_state(&self) {
+        let mut names: Vec<&str> = self.running.keys().map(String::as_str).collect();
+        names.sort_unstable();
+        let text: String = names.iter().map(|n| format!("{n}\n")).collect();
+        if let Some(dir) = self.opts.state_file.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        if let Err(e) = std::fs::write(&self.opts.state_file, text) {
+            log::verbose(format_args!(
+                "cannot write {}: {e}",
+                self.opts.state_file.display()
+            ));
+        }
     }
 
     fn network_path(&self) -> PathBuf {
@@ -182,12 +219,15 @@ impl Managed {
         }
         let reply = Self::netifd_data(d, &icfg, errors);
         self.running.insert(ifname.to_string(), icfg);
+        self.save_state();
         Ok(reply)
     }
 
     fn down(&mut self, d: &mut Daemon, ifname: &str) -> bool {
         self.forget_endpoints(ifname);
-        self.running.remove(ifname);
+        if self.running.remove(ifname).is_some() {
+            self.save_state();
+        }
         self.seen.retain(|(i, _), _| i != ifname);
         let found = d.remove(ifname).is_some();
         if found {
@@ -639,7 +679,8 @@ impl Managed {
         while let Some(ev) = self.ubus.poll_event() {
             match ev {
                 Event::Registered { .. } => {
-                    log::info(format_args!("ubus object '{OBJECT}' registered"))
+                    log::info(format_args!("ubus object '{OBJECT}' registered"));
+                    self.restore_interfaces();
                 }
                 Event::Invoke {
                     method,
@@ -783,6 +824,24 @@ impl Managed {
         }
     }
 
+    /// After a restart: netifd still believes these interfaces are up, but their TUNs went
+    /// with the old process. `ifup` makes it run the handler again, which calls `up`.
+    fn restore_interfaces(&mut self) {
+        for name in std::mem::take(&mut self.restore) {
+            log::info(format_args!(
+                "{name}: was up before this daemon started; asking netifd to set it up"
+            ));
+            match std::process::Command::new(&self.opts.ifup)
+                .arg(&name)
+                .stdin(std::process::Stdio::null())
+                .spawn()
+            {
+                Ok(c) => self.children.push(c),
+                Err(e) => log::error(format_args!("{name}: cannot run '{}': {e}", self.opts.ifup)),
+            }
+        }
+    }
+
     fn reap(&mut self) {
         self.children
             .retain_mut(|c| matches!(c.try_wait(), Ok(None)));
@@ -871,5 +930,7 @@ impl Managed {
         for n in names {
             self.down(d, &n);
         }
+        // A clean stop is not a crash: nothing to hand back to netifd on the next start.
+        let _ = std::fs::remove_file(&self.opts.state_file);
     }
 }

@@ -20,7 +20,8 @@ const NOTIFY_ENV: &str = "SOLOWG_NOTIFY_PARENT";
 
 const USAGE: &str = "\
 Usage: solowg [-f|--foreground] <interface-name>
-       solowg --uci [--config-dir DIR] [--uci-bin PATH] [--ubus-bin PATH]
+       solowg --uci [--config-dir DIR] [--uci-bin PATH] [--ubus-bin PATH] [--ifup-bin PATH]
+                    [--state-file PATH]
        solowg show [<interface-name>]
        solowg --version | --help
 
@@ -191,6 +192,8 @@ fn run_managed(args: &[String]) -> libc::c_int {
         uci: "uci".into(),
         ubus_socket: solowg::ubus::socket_path(),
         ubus_cli: "ubus".into(),
+        state_file: "/var/run/solowg/interfaces".into(),
+        ifup: "ifup".into(),
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -205,6 +208,14 @@ fn run_managed(args: &[String]) -> libc::c_int {
             }
             ("--ubus-bin", Some(v)) => {
                 opts.ubus_cli = v.clone();
+                it.next();
+            }
+            ("--ifup-bin", Some(v)) => {
+                opts.ifup = v.clone();
+                it.next();
+            }
+            ("--state-file", Some(v)) => {
+                opts.state_file = v.into();
                 it.next();
             }
             _ => {

@@ -91,6 +91,7 @@ object_there() { ubus_ "$1" list solowg 2>/dev/null | grep -q solowg; }
 daemon_start() {
 	UBUS_SOCKET=$(sock "$1") LOG_LEVEL=verbose ip netns exec "${NS[$1]}" timeout -k 5 "$NT_DAEMON_MAX_S" \
 		"$SOLOWG" --uci --config-dir "$(cfg "$1")" --uci-bin "$UCI" --ubus-bin "$NT_TMP/bin/ubus" \
+		--state-file "$NT_TMP/$1/state" --ifup-bin "$NT_TMP/bin/ifup-$1" \
 		>>"$NT_TMP/solowg-$1.log" 2>&1 &
 	DPID[$1]=$!
 	NT_BG_PIDS+=("$!")
@@ -99,6 +100,13 @@ daemon_start() {
 for r in a b; do
 	nt_check "$r.ubusd.start" ubusd_start $r || nt_die "ubusd did not start"
 	nt_check "$r.object-registered" daemon_start $r || nt_die "no ubus object"
+done
+
+# Stand-in for netifd's `ifup`: records the request; the test then does what netifd would.
+# shellcheck disable=SC2016 # $1 belongs to the generated script
+for r in a b; do
+	printf '#!/bin/sh\necho "$1" >>"%s"\n' "$NT_TMP/ifup-$r.log" >"$NT_TMP/bin/ifup-$r"
+	chmod +x "$NT_TMP/bin/ifup-$r"
 done
 
 # A recording network.interface object on A's broker: the daemon's own notify_proto calls.
@@ -294,6 +302,20 @@ nt_check ubus.tunnel-survived-broker-restart nt_ping_ok "$NT_NS_A" "$NT_IN4_B" |
 # The old broker took the event listener with it.
 timeout 600 "$UBUS" -s "$(sock a)" listen 'solowg.*' >>"$NT_TMP/events.log" 2>&1 &
 NT_BG_PIDS+=("$!")
+
+# A crash (SIGKILL): the TUN goes with the process. Restarted as procd would, the daemon
+# finds its state file and asks netifd (the stand-in) to set the interface up again; doing
+# what netifd then does (the handler's setup) brings the tunnel back.
+# (DPID is the `timeout` guard; the daemon is its child.)
+kill -KILL "$(pgrep -P "${DPID[a]}" solowg)"
+crash_gone() { ! nt_link_exists "$NT_NS_A" "$NT_IF_A"; }
+nt_check crash.tun-gone-with-the-process nt_wait_until 5 crash_gone || true
+nt_check crash.daemon-restarted daemon_start a || true
+asked_ifup() { grep -qx "$NT_IF_A" "$NT_TMP/ifup-a.log" 2>/dev/null; }
+nt_check crash.restarted-daemon-asks-netifd-for-ifup nt_wait_until 10 asked_ifup || true
+ann=$(handler a setup "$NT_IF_A")
+apply_announcement a "$ann"
+nt_check crash.tunnel-back-after-ifup nt_wait_ping "$NT_NS_A" "$NT_IN4_B" 20 || true
 
 no_secrets() {
 	local f
