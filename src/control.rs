@@ -246,15 +246,19 @@ impl Managed {
         let key = self.new_private_key();
         let b64 = Zeroizing::new(base64(&key[..]));
         let dir = self.opts.config_dir.display().to_string();
+        // Our own delta directory, so nothing of ours lingers in the shared /tmp/.uci.
+        let save = self.opts.state_file.with_file_name("uci");
+        let _ = std::fs::create_dir_all(&save);
+        let save = save.display().to_string();
         let set = format!("network.{}.private_key={}", icfg.name, b64.as_str());
-        let ok = std::process::Command::new(&self.opts.uci)
-            .args(["-q", "-c", &dir, "set", &set])
-            .status()
-            .is_ok_and(|s| s.success())
-            && std::process::Command::new(&self.opts.uci)
-                .args(["-q", "-c", &dir, "commit", "network"])
+        let uci = |args: &[&str]| {
+            std::process::Command::new(&self.opts.uci)
+                .args(["-q", "-c", &dir, "-t", &save])
+                .args(args)
                 .status()
-                .is_ok_and(|s| s.success());
+                .is_ok_and(|s| s.success())
+        };
+        let ok = uci(&["set", &set]) && uci(&["commit", "network"]);
         if ok {
             log::info(format_args!(
                 "{}: generated a private key and saved it",
