@@ -1730,8 +1730,9 @@ mod tests {
                 assert!(!addrs.is_empty());
             }
         }
-        // The mutations leave many replies intact enough to match.
-        assert!(accepted > 100, "{accepted}");
+        // The mutations leave many replies intact enough to match (about 1 in 60 rounds;
+        // the bound scales with the rounds, fewer under qemu).
+        assert!(accepted > rounds / 200, "{accepted} of {rounds}");
     }
 
     // ---- endpoint policy ----
