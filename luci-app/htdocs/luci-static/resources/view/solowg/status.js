@@ -1,0 +1,454 @@
+'use strict';
+'require view';
+'require rpc';
+'require poll';
+'require uci';
+'require ui';
+'require dom';
+'require solowg.conf as conf';
+'require solowg.qr as qr';
+
+/*
+ * Status → solowg: every interface and peer of the daemon, refreshed every
+ * POLL_SECONDS through ubus `solowg status`, with a per-peer rx/tx rate graph
+ * built from successive samples, and a client configuration (text, download,
+ * QR code) for each peer.
+ */
+
+var POLL_SECONDS = 5;
+var HISTORY_SECONDS = 300;   /* the graph shows the last five minutes */
+var GRAPH_W = 160, GRAPH_H = 40;
+var SVG_NS = 'http://www.w3.org/2000/svg';
+
+var callStatus = rpc.declare({
+	object: 'solowg',
+	method: 'status',
+	expect: { '': {} }
+});
+
+var callReload = rpc.declare({
+	object: 'solowg',
+	method: 'reload',
+	expect: { '': {} }
+});
+
+var callGenkey = rpc.declare({
+	object: 'solowg',
+	method: 'genkey',
+	expect: { '': {} }
+});
+
+/* "34 s ago" (conf.formatAge, translatable), or Never. */
+function ageText(latest, now) {
+	if (!(latest > 0))
+		return _('Never');
+
+	return conf.formatAge(Math.max(0, now - latest));
+}
+
+function shortKey(key) {
+	return key ? '%s…%s'.format(key.substr(0, 5), key.substr(-6)) : '';
+}
+
+function svgEl(name, attrs) {
+	var el = document.createElementNS(SVG_NS, name);
+
+	for (var k in attrs)
+		el.setAttribute(k, attrs[k]);
+
+	return el;
+}
+
+/* Rates (bytes/s) between successive samples; a counter going backwards
+ * (daemon restart, peer re-created) starts the series again. */
+function ratesOf(samples) {
+	var out = [];
+
+	for (var i = 1; i < samples.length; i++) {
+		var a = samples[i - 1], b = samples[i], dt = b.t - a.t;
+
+		if (dt <= 0 || b.rx < a.rx || b.tx < a.tx) {
+			out = [];
+			continue;
+		}
+
+		out.push({ t: b.t, rx: (b.rx - a.rx) / dt, tx: (b.tx - a.tx) / dt });
+	}
+
+	return out;
+}
+
+function rateLabel(bytesPerSecond) {
+	return conf.formatRate(bytesPerSecond);
+}
+
+function renderGraph(samples, now) {
+	var rates = ratesOf(samples),
+	    svg = svgEl('svg', {
+	    	'class': 'solowg-graph',
+	    	'width': GRAPH_W, 'height': GRAPH_H,
+	    	'viewBox': '0 0 %d %d'.format(GRAPH_W, GRAPH_H),
+	    	'role': 'img'
+	    }),
+	    max = 1;
+
+	svg.appendChild(svgEl('rect', {
+		x: 0.5, y: 0.5, width: GRAPH_W - 1, height: GRAPH_H - 1,
+		fill: 'none', stroke: '#ccc'
+	}));
+
+	rates.forEach(function(r) { max = Math.max(max, r.rx, r.tx); });
+
+	[ [ 'rx', '#2a9d3f' ], [ 'tx', '#2364aa' ] ].forEach(function(series) {
+		var pts = rates.map(function(r) {
+			var x = GRAPH_W - 1 - (now - r.t) * (GRAPH_W - 2) / HISTORY_SECONDS,
+			    y = GRAPH_H - 2 - r[series[0]] * (GRAPH_H - 4) / max;
+
+			return '%.1f,%.1f'.format(Math.max(1, x), y);
+		});
+
+		if (pts.length == 1)
+			pts.unshift(pts[0]);
+
+		svg.appendChild(svgEl('polyline', {
+			'class': 'solowg-graph-' + series[0],
+			'points': pts.join(' '),
+			'fill': 'none',
+			'stroke': series[1],
+			'stroke-width': 1.5
+		}));
+	});
+
+	var last = rates.length ? rates[rates.length - 1] : null,
+	    title = svgEl('title', {});
+
+	title.textContent = last
+		? _('Receive %s, transmit %s; scale up to %s').format(rateLabel(last.rx), rateLabel(last.tx), rateLabel(max))
+		: _('Collecting samples…');
+	svg.appendChild(title);
+
+	return E('div', { 'class': 'solowg-graph-box' }, [
+		svg,
+		E('div', { 'style': 'font-size:80%' }, last ? [
+			E('span', { 'style': 'color:#2a9d3f' }, [ '↓ ' + rateLabel(last.rx) ]), ' ',
+			E('span', { 'style': 'color:#2364aa' }, [ '↑ ' + rateLabel(last.tx) ])
+		] : [ _('Collecting samples…') ])
+	]);
+}
+
+function badge(online) {
+	return E('span', {
+		'class': 'solowg-badge ' + (online ? 'solowg-online' : 'solowg-stale'),
+		'style': 'display:inline-block;padding:0 .5em;border-radius:.8em;color:#fff;font-size:85%;background:' +
+			(online ? '#2a9d3f' : '#b35c00')
+	}, online ? _('online') : _('stale'));
+}
+
+/* Turns a string into a file name a phone or a PC accepts. */
+function fileName(s) {
+	var n = String(s || '').replace(/[^A-Za-z0-9_.-]+/g, '_').replace(/^[._]+/, '').substr(0, 32);
+
+	return (n || 'solowg-peer') + '.conf';
+}
+
+function download(text, name) {
+	var url = URL.createObjectURL(new Blob([ text ], { type: 'text/plain' })),
+	    a = E('a', { 'href': url, 'download': name, 'style': 'display:none' });
+
+	document.body.appendChild(a);
+	a.click();
+	document.body.removeChild(a);
+	window.setTimeout(function() { URL.revokeObjectURL(url); }, 1000);
+}
+
+function svgNode(markup) {
+	var doc = new DOMParser().parseFromString(markup, 'image/svg+xml'),
+	    svg = document.importNode(doc.documentElement, true);
+
+	svg.setAttribute('style', 'width:100%;height:auto;display:block');
+
+	return svg;
+}
+
+return view.extend({
+	history: {},
+
+	load: function() {
+		return Promise.all([
+			callStatus(),
+			L.resolveDefault(uci.load('network'), null)
+		]);
+	},
+
+	/* Keeps the samples of the last HISTORY_SECONDS for every peer. */
+	record: function(status) {
+		var now = status.time || Math.floor(Date.now() / 1000),
+		    seen = {};
+
+		(status.interfaces || []).forEach(L.bind(function(ifc) {
+			(ifc.peers || []).forEach(L.bind(function(p) {
+				var id = ifc.name + '/' + p.public_key,
+				    h = this.history[id] || (this.history[id] = []);
+
+				seen[id] = true;
+
+				if (!h.length || h[h.length - 1].t < now)
+					h.push({ t: now, rx: p.rx_bytes || 0, tx: p.tx_bytes || 0 });
+
+				while (h.length && h[0].t < now - HISTORY_SECONDS - POLL_SECONDS)
+					h.shift();
+			}, this));
+		}, this));
+
+		for (var id in this.history)
+			if (!seen[id])
+				delete this.history[id];
+	},
+
+	peerSection: function(ifname, pubkey) {
+		var found = null;
+
+		[ 'solowg_' + ifname, 'wireguard_' + ifname ].forEach(function(type) {
+			uci.sections('network', type, function(s) {
+				if (!found && s.public_key == pubkey)
+					found = s;
+			});
+		});
+
+		return found;
+	},
+
+	handleReload: function(ev) {
+		return callReload().then(function(res) {
+			var errors = (res && res.errors) || [];
+
+			if (errors.length)
+				ui.addNotification(_('solowg reported problems while reloading'),
+					E('ul', {}, errors.map(function(e) { return E('li', {}, [ String(e) ]); })), 'warning');
+			else
+				ui.addNotification(null, E('p', {}, [ _('Configuration reloaded: %s').format(
+					((res && res.interfaces) || []).join(', ') || _('no interface')) ]), 'info');
+		}).catch(function(err) {
+			ui.addNotification(null, E('p', {}, [ _('Reload failed: %s').format(err.message || err) ]), 'error');
+		});
+	},
+
+	/* The wg-quick configuration of the peer's side of the tunnel. */
+	handleClientConfig: function(ifc, peer, ev) {
+		var s = this.peerSection(ifc.name, peer.public_key) || {},
+		    keyPromise;
+
+		if (s.private_key && conf.validKey(s.private_key))
+			keyPromise = Promise.resolve({ private_key: s.private_key, fresh: false });
+		else
+			keyPromise = callGenkey().then(function(k) {
+				return { private_key: k.private_key, public_key: k.public_key, fresh: true };
+			});
+
+		return keyPromise.then(L.bind(function(keys) {
+			var fields = {
+				endpoint: E('input', {
+					'class': 'cbi-input-text', 'style': 'width:100%',
+					'value': ifc.listen_port ? '%s:%d'.format(window.location.hostname, ifc.listen_port) : ''
+				}),
+				allowed: E('input', { 'class': 'cbi-input-text', 'style': 'width:100%', 'value': '0.0.0.0/0, ::/0' }),
+				dns: E('input', { 'class': 'cbi-input-text', 'style': 'width:100%', 'value': '' })
+			},
+			    pre = E('pre', { 'class': 'solowg-client-conf', 'style': 'white-space:pre-wrap;word-break:break-all;font-size:85%' }),
+			    qrBox = E('div', { 'class': 'solowg-qr', 'style': 'max-width:320px;margin:0 auto' }),
+			    text = '';
+
+			var update = function() {
+				var list = function(v) {
+					return String(v || '').split(/[\s,]+/).filter(function(x) { return x.length; });
+				};
+
+				text = conf.clientConfig({
+					privateKey: keys.private_key,
+					addresses: L.toArray(s.allowed_ips).length ? L.toArray(s.allowed_ips) : peer.allowed_ips,
+					dns: list(fields.dns.value),
+					serverPublicKey: ifc.public_key,
+					presharedKey: s.preshared_key || null,
+					endpoint: fields.endpoint.value.trim(),
+					allowedIPs: list(fields.allowed.value),
+					persistentKeepalive: +s.persistent_keepalive || +peer.persistent_keepalive || 0
+				});
+
+				pre.textContent = text;
+
+				try {
+					dom.content(qrBox, svgNode(qr.toSVG(text, {})));
+				}
+				catch (e) {
+					dom.content(qrBox, E('em', {}, [ _('The QR code could not be made: %s').format(e.message || e) ]));
+				}
+			};
+
+			[ fields.endpoint, fields.allowed, fields.dns ].forEach(function(f) {
+				f.addEventListener('input', update);
+			});
+
+			update();
+
+			var notes = [];
+
+			if (keys.fresh)
+				notes.push(E('div', { 'class': 'alert-message warning solowg-fresh-key' }, [
+					E('p', {}, _('This peer has no stored client private key, so a new key pair was generated for this configuration. The tunnel works only once this peer\'s public key on the router is the new one:')),
+					E('p', {}, E('code', { 'class': 'solowg-fresh-pub' }, [ keys.public_key ])),
+					E('p', {}, _('Use "Store key pair on this peer" to stage that change, then Save & Apply. Closing this dialog forgets the generated private key.')),
+					E('button', {
+						'class': 'btn cbi-button cbi-button-action',
+						'click': ui.createHandlerFn(this, function() {
+							if (!s['.name'])
+								return ui.addNotification(null, E('p', {}, [ _('No configuration section for this peer was found.') ]), 'error');
+
+							uci.set('network', s['.name'], 'public_key', keys.public_key);
+							uci.set('network', s['.name'], 'private_key', keys.private_key);
+
+							return uci.save().then(function() {
+								ui.addNotification(null, E('p', {}, [ _('Key pair staged for this peer; apply the unsaved changes to use it.') ]), 'info');
+							});
+						})
+					}, _('Store key pair on this peer'))
+				]));
+
+			if (!ifc.listen_port)
+				notes.push(E('div', { 'class': 'alert-message warning' },
+					[ _('Interface %s has no fixed listen port; the client cannot reach it reliably.').format(ifc.name) ]));
+
+			ui.showModal(_('Client configuration'), [
+				E('div', { 'class': 'solowg-client' }, [
+					E('p', {}, [ _('Configuration for the other end of peer %s on interface %s.').format(peer.description || shortKey(peer.public_key), ifc.name) ])
+				].concat(notes).concat([
+					E('div', { 'class': 'cbi-value' }, [ E('label', { 'class': 'cbi-value-title' }, _('Endpoint of this router')), E('div', { 'class': 'cbi-value-field' }, fields.endpoint) ]),
+					E('div', { 'class': 'cbi-value' }, [ E('label', { 'class': 'cbi-value-title' }, _('Routed through the tunnel')), E('div', { 'class': 'cbi-value-field' }, fields.allowed) ]),
+					E('div', { 'class': 'cbi-value' }, [ E('label', { 'class': 'cbi-value-title' }, _('DNS servers (optional)')), E('div', { 'class': 'cbi-value-field' }, fields.dns) ]),
+					qrBox,
+					E('p', { 'style': 'text-align:center' }, _('Scan with the WireGuard app on a phone, or download the file.')),
+					pre
+				])),
+				E('div', { 'class': 'right' }, [
+					E('button', {
+						'class': 'btn cbi-button cbi-button-save solowg-download',
+						'click': function() { download(text, fileName(peer.description || ifc.name)); }
+					}, _('Download')),
+					' ',
+					E('button', { 'class': 'btn cbi-button', 'click': ui.hideModal }, _('Close'))
+				])
+			]);
+		}, this)).catch(function(err) {
+			ui.addNotification(null, E('p', {}, [ _('Could not make the client configuration: %s').format(err.message || err) ]), 'error');
+		});
+	},
+
+	renderPeer: function(ifc, peer, now) {
+		var online = conf.isOnline(peer.latest_handshake, now),
+		    allowed = L.toArray(peer.allowed_ips);
+
+		return E('tr', { 'class': 'tr solowg-peer', 'data-public-key': peer.public_key }, [
+			E('td', { 'class': 'td', 'data-title': _('Peer') }, [
+				E('strong', {}, [ peer.description || _('(no description)') ]), E('br'),
+				E('code', { 'title': peer.public_key }, [ shortKey(peer.public_key) ]),
+				peer.preshared_key ? E('span', { 'class': 'solowg-psk', 'title': _('A preshared key is set'), 'style': 'font-size:75%;margin-left:.4em;border:1px solid #999;border-radius:.3em;padding:0 .2em' }, [ _('PSK') ]) : ''
+			]),
+			E('td', { 'class': 'td', 'data-title': _('Endpoint') }, [
+				peer.endpoint ? String(peer.endpoint) : E('em', {}, _('none')),
+				(peer.endpoint_host && peer.endpoint_host != peer.endpoint) ? E('div', { 'style': 'font-size:85%' }, [ peer.endpoint_host ]) : ''
+			]),
+			E('td', { 'class': 'td', 'data-title': _('Latest handshake') }, [
+				badge(online), ' ',
+				E('span', { 'class': 'solowg-age', 'title': peer.latest_handshake ? new Date(peer.latest_handshake * 1000).toLocaleString() : '' },
+					[ ageText(peer.latest_handshake, now) ])
+			]),
+			E('td', { 'class': 'td', 'data-title': _('Transfer') }, [
+				_('Received: %s').format(conf.formatBytes(peer.rx_bytes || 0)), E('br'),
+				_('Sent: %s').format(conf.formatBytes(peer.tx_bytes || 0))
+			]),
+			E('td', { 'class': 'td', 'data-title': _('Rate') },
+				renderGraph(this.history[ifc.name + '/' + peer.public_key] || [], now)),
+			E('td', { 'class': 'td', 'data-title': _('Allowed IPs') },
+				allowed.length ? allowed.map(function(a) { return E('div', {}, [ a ]); }) : E('em', {}, _('none'))),
+			E('td', { 'class': 'td cbi-section-actions' }, E('button', {
+				'class': 'btn cbi-button cbi-button-action solowg-client-button',
+				'click': ui.createHandlerFn(this, 'handleClientConfig', ifc, peer)
+			}, _('Client configuration')))
+		]);
+	},
+
+	renderInterface: function(ifc, now) {
+		var drops = ifc.drops || {},
+		    dropText = Object.keys(drops).filter(function(k) { return drops[k] > 0; })
+		    	.map(function(k) { return '%s: %d'.format(k, drops[k]); }).join(', '),
+		    peers = ifc.peers || [];
+
+		return E('div', { 'class': 'cbi-section solowg-interface', 'data-interface': ifc.name }, [
+			E('h3', {}, [ _('Interface %s').format(ifc.name) ]),
+			E('table', { 'class': 'table' }, [
+				[ _('Public key'), E('code', {}, [ ifc.public_key || '' ]) ],
+				[ _('Listen port'), ifc.listen_port || _('none') ],
+				[ _('MTU'), ifc.mtu || '' ],
+				[ _('Firewall mark'), ifc.fwmark ? '0x%x'.format(ifc.fwmark) : _('off') ],
+				[ _('Dropped packets'), dropText || _('none') ]
+			].map(function(row) {
+				return E('tr', { 'class': 'tr' }, [
+					E('td', { 'class': 'td left', 'width': '25%' }, row[0]),
+					E('td', { 'class': 'td left' }, [ row[1] ])
+				]);
+			})),
+			E('table', { 'class': 'table solowg-peers' }, [
+				E('tr', { 'class': 'tr table-titles' }, [
+					E('th', { 'class': 'th' }, _('Peer')),
+					E('th', { 'class': 'th' }, _('Endpoint')),
+					E('th', { 'class': 'th' }, _('Latest handshake')),
+					E('th', { 'class': 'th' }, _('Transfer')),
+					E('th', { 'class': 'th' }, _('Rate (last 5 minutes)')),
+					E('th', { 'class': 'th' }, _('Allowed IPs')),
+					E('th', { 'class': 'th cbi-section-actions' }, '')
+				])
+			].concat(peers.length ? peers.map(L.bind(function(p) { return this.renderPeer(ifc, p, now); }, this))
+				: [ E('tr', { 'class': 'tr placeholder' }, E('td', { 'class': 'td' }, E('em', {}, _('No peers configured.')))) ]))
+		]);
+	},
+
+	renderStatus: function(status) {
+		var now = status.time || Math.floor(Date.now() / 1000),
+		    ifaces = status.interfaces || [];
+
+		if (!ifaces.length)
+			return E('div', { 'class': 'cbi-section' }, E('em', {}, _('No solowg interface is up.')));
+
+		return E('div', {}, ifaces.map(L.bind(function(ifc) { return this.renderInterface(ifc, now); }, this)));
+	},
+
+	render: function(data) {
+		var status = data[0] || {},
+		    box = E('div', { 'id': 'solowg-status' });
+
+		this.record(status);
+		dom.content(box, this.renderStatus(status));
+
+		poll.add(L.bind(function() {
+			return Promise.all([ callStatus(), L.resolveDefault(uci.load('network'), null) ]).then(L.bind(function(res) {
+				this.record(res[0] || {});
+				dom.content(box, this.renderStatus(res[0] || {}));
+			}, this));
+		}, this), POLL_SECONDS);
+
+		return E('div', { 'class': 'cbi-map' }, [
+			E('h2', {}, _('solowg')),
+			E('div', { 'class': 'cbi-map-descr' }, [
+				_('Tunnels of the solowg daemon. A peer is online when its latest handshake is younger than 180 seconds.'), ' ',
+				E('button', {
+					'class': 'btn cbi-button cbi-button-reload',
+					'click': ui.createHandlerFn(this, 'handleReload')
+				}, _('Reload configuration'))
+			]),
+			box
+		]);
+	},
+
+	handleSaveApply: null,
+	handleSave: null,
+	handleReset: null
+});

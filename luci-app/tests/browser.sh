@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Headless-Chromium test of luci-app-solowg's pages, run against a STAND-IN
+# of LuCI's client runtime (tests/luci-standin/, canned ubus and UCI data),
+# not against LuCI itself. For each scenario it dumps the DOM after the page
+# settled (--virtual-time-budget lets poll() run several times) and checks it
+# with tests/check-dom.js; it also writes screenshots.
+#
+#   luci-app/tests/browser.sh [OUTDIR]     (default: a fresh temp directory)
+#
+# Needs chromium (Debian package `chromium`) and node. SOLOWG_PURE_DIR may point
+# at a directory holding solowg/conf.js and qr.js; otherwise the app's own
+# htdocs copies are used, or the test's placeholders if those are missing
+# (the run then says PLACEHOLDER).
+set -euo pipefail
+
+here=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
+out=${1:-$(mktemp -d /tmp/solowg-luci-browser.XXXXXX)}
+mkdir -p "$out"
+chromium_bin=$(command -v chromium || command -v chromium-browser || true)
+if [[ -z $chromium_bin ]]; then
+	echo "browser.sh: chromium is not installed (apt-get install chromium)" >&2
+	exit 1
+fi
+
+node "$here/serve.js" "$out/port" 2>"$out/serve.log" &
+server=$!
+trap 'kill "$server" 2>/dev/null || true' EXIT
+for _ in $(seq 50); do [[ -s $out/port ]] && break; sleep 0.1; done
+port=$(cat "$out/port")
+base="http://127.0.0.1:$port/"
+
+chrome() {
+	# Own profile directory per run; bounded by timeout.
+	local profile
+	profile=$(mktemp -d "$out/profile.XXXXXX")
+	timeout 120 "$chromium_bin" --headless --no-sandbox --disable-gpu --disable-background-networking \
+		--user-data-dir="$profile" --window-size=1400,1100 --hide-scrollbars "$@" 2>>"$out/chromium.log"
+	rm -rf "$profile"
+}
+
+declare -A budget=([status]=150000 [status-client]=30000 [proto]=3000 [proto-import]=6000 [proto-genkey]=4000)
+declare -A query=([status]='page=status' [status-client]='page=status&action=client' [proto]='page=proto'
+	[proto-import]='page=proto&action=import' [proto-genkey]='page=proto&action=genkey')
+
+fail=0
+for scenario in status status-client proto proto-import proto-genkey; do
+	chrome --virtual-time-budget="${budget[$scenario]}" --dump-dom "$base?${query[$scenario]}" >"$out/$scenario.html"
+	if node "$here/check-dom.js" "$scenario" "$out/$scenario.html"; then
+		echo "ok   $scenario"
+	else
+		echo "FAIL $scenario (DOM in $out/$scenario.html)"
+		fail=1
+	fi
+done
+
+for scenario in status status-client proto-import; do
+	chrome --virtual-time-budget="${budget[$scenario]}" --screenshot="$out/$scenario.png" "$base?${query[$scenario]}" >/dev/null
+	[[ -s $out/$scenario.png ]] && echo "screenshot $out/$scenario.png"
+done
+
+echo "pure modules: $(sed -n 's/.*; //p' "$out/serve.log")"
+if [[ $fail -ne 0 ]]; then
+	echo "browser.sh: FAILED"
+	exit 1
+fi
+echo "browser.sh: all scenarios passed (against the LuCI stand-in, not LuCI)"

@@ -1,0 +1,88 @@
+#!/usr/bin/env node
+// Checks a DOM dumped by chromium --dump-dom for one browser.sh scenario.
+// Usage: node check-dom.js SCENARIO FILE.html
+'use strict';
+const fs = require('node:fs');
+
+const [scenario, file] = process.argv.slice(2);
+const html = fs.readFileSync(file, 'utf8');
+const problems = [];
+const check = (cond, what) => { if (!cond) problems.push(what); };
+const count = (re) => (html.match(re) || []).length;
+
+const m = html.match(/STANDIN-LOG (\{.*?\})<\/pre>/s);
+check(m, 'stand-in log present (page scripts ran)');
+const log = m ? JSON.parse(m[1].replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&amp;/g, '&')) : { errors: [], calls: [], steps: [] };
+check(log.errors.length === 0, `no script errors (got ${JSON.stringify(log.errors)})`);
+check(log.steps.includes('done'), `harness finished (steps ${JSON.stringify(log.steps)})`);
+
+const keys = {
+	phone: 'Vn0fmKvgqxZMxc3BjZ5165S2qUeKNDpP5vsFYEV9+ks=',
+	laptop: 'okEk1J+fYQNph66Jp03NWX9jM3rWMGWDAruBZt0Gui0=',
+	office: 'krCjx/8ir+Jd6tdnGtnM3S283p68gRfhn4FxKTfs0Pg=',
+};
+
+if (scenario.startsWith('status')) {
+	check(count(/class="tr solowg-peer"/g) === 3, 'three peer rows');
+	for (const k of Object.values(keys)) check(html.includes(`data-public-key="${k}"`), `row for ${k}`);
+	check(count(/solowg-badge solowg-online/g) === 1, 'one online badge (phone, 34 s)');
+	check(count(/solowg-badge solowg-stale/g) === 2, 'two stale badges (15 min, never)');
+	check(html.includes('>34 s ago<'), 'handshake age "34 s ago"');
+	check(html.includes('>15 min ago<') && html.includes('>Never<'), 'ages "15 min ago" and "Never"');
+	check(count(/<svg class="solowg-graph"/g) === 3, 'a rate graph per peer');
+	check(html.includes('Phone &lt;b&gt;Anna&lt;/b&gt;') && !html.includes('<b>Anna</b>'), 'description shown as text, not HTML');
+	check(html.includes('fd00::2/128') && html.includes('192.168.50.0/24'), 'allowed IPs shown');
+	check(html.includes('198.51.100.7:40112') && html.includes('laptop.example.net'), 'endpoints shown');
+	const polls = log.calls.filter((c) => c === 'solowg.status').length;
+	if (scenario === 'status') {
+		check(polls >= 6, `status polled repeatedly (${polls} calls)`);
+		// The phone's rx polyline must have several points after several polls.
+		const row = html.split(`data-public-key="${keys.phone}"`)[1] || '';
+		const pts = ((row.match(/class="solowg-graph-rx" points="([^"]*)"/) || [])[1] || '').trim().split(/\s+/);
+		check(pts.length >= 5, `rx polyline of the phone has >= 5 points (got ${pts.length})`);
+		check(new Set(pts.map((p) => p.split(',')[1])).size > 1, 'rx polyline is not flat (rates vary)');
+	} else {
+		check(log.calls.includes('solowg.genkey'), 'genkey called for a peer without a stored client key');
+		check(html.includes('class="solowg-client-conf"'), 'client configuration text shown');
+		check(/\[Interface\]\s*PrivateKey = N7PSIOm5iWAbde95IDxLXufnUWsJvml7AxokR4lLssA=/.test(html), 'fresh private key in the client config');
+		check(html.includes('PublicKey = nfP77SbqNgHV3QADVX3hdYmOWSX+00QdYvuVM5oEUIU='), 'server public key in the client config');
+		check(html.includes('Address = 192.168.50.0/24'), "client Address from the peer's allowed_ips");
+		check(html.includes('solowg-fresh-pub') && html.includes('JtswlaTvA4J3gyEnHJ0CEWdeuzeZzB5lChAFx6Wzzc0='), 'new public key shown with the explanation');
+		check(/<div class="solowg-qr"[^>]*><svg/.test(html), 'QR SVG in the modal');
+		check(html.includes('solowg-download'), 'Download button');
+	}
+}
+
+if (scenario.startsWith('proto')) {
+	check(html.includes('data-option="private_key"') && html.includes('data-option="_public_key"'), 'private and public key fields');
+	for (const o of ['listen_port', 'addresses', 'mtu', 'fwmark', '_generate_key', '_import'])
+		check(html.includes(`data-option="${o}"`), `interface option ${o}`);
+	for (const o of ['disabled', 'description', 'public_key', 'preshared_key', '_generate_psk', 'allowed_ips',
+		'route_allowed_ips', 'endpoint_host', 'endpoint_port', 'persistent_keepalive'])
+		check(html.includes(`data-option="${o}"`), `peer option ${o}`);
+	check(html.includes('data-type="solowg_wg0"'), 'peer grid of type solowg_wg0');
+	check(log.i18n && log.package && log.package.every((p) => p === 'solowg'), 'getI18n/getPackageName/getOpkgPackage');
+	check(log.calls.includes('solowg.pubkey'), 'public key derived through ubus pubkey');
+	const rows = count(/class="tr cbi-section-table-row"/g);
+	if (scenario === 'proto') check(rows === 3, `three peer rows from UCI (got ${rows})`);
+	if (scenario === 'proto-genkey') check(log.calls.includes('solowg.genkey'), 'Generate calls ubus genkey');
+	if (scenario === 'proto-import') {
+		check(rows === 2, `import replaced the peers with the file's two (got ${rows})`);
+		const net = log.uci_after_import || {};
+		const peers = Object.values(net).filter((s) => s['.type'] === 'solowg_wg0');
+		check(peers.length === 2, `two solowg_wg0 sections in UCI (got ${peers.length})`);
+		const office = peers.find((p) => p.public_key === keys.office) || {};
+		check(JSON.stringify(office.allowed_ips) === JSON.stringify(['10.9.0.3/32', '192.168.60.0/24']), 'multi-value allowed_ips kept');
+		check(office.preshared_key === 'dtdXh7sM/y6lL8IIQvI8ZD5+FMlPUPAzaiQBxAyNJ70=', 'preshared key imported');
+		const laptop = peers.find((p) => p.public_key === keys.laptop) || {};
+		check(laptop.endpoint_host === '203.0.113.9' && String(laptop.endpoint_port) === '51820', 'endpoint split into host and port');
+		check(net.wg0 && net.wg0.listen_port === '51999' && net.wg0.mtu === '1400', 'interface listen_port and mtu from the file');
+		check(net.wg0 && JSON.stringify(net.wg0.addresses) === JSON.stringify(['10.9.0.1/24', 'fd09::1/64']), 'interface addresses from the file');
+		check(net.wg0 && net.wg0.private_key === 'N7PSIOm5iWAbde95IDxLXufnUWsJvml7AxokR4lLssA=', 'private key from the file');
+	}
+}
+
+if (problems.length) {
+	for (const p of problems) console.error(`  ${scenario}: ${p}`);
+	process.exit(1);
+}

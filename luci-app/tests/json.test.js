@@ -1,0 +1,157 @@
+// node --test luci-app/tests/json.test.js
+//
+// The menu and ACL files are valid JSON shaped as LuCI/rpcd read them; every
+// ubus method the pages declare (rpc.declare({object, method})) is granted by
+// the ACL, the ACL grants exactly those, and each one exists in the real
+// daemon: the test starts ubusd (cargo install ubusd) and
+// `solowg --uci --config-dir EMPTY` on a private socket and reads
+// `ubus-client list solowg`. Without those binaries that part is skipped,
+// unless SOLOWG_REQUIRE_UBUS=1 (CI), which makes it fail instead.
+// Also: po/templates/solowg.pot is what tools/gen-pot.js generates now.
+'use strict';
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { spawn, execFileSync } = require('node:child_process');
+
+const app = path.resolve(__dirname, '..');
+const repo = path.resolve(app, '..');
+const readJson = (p) => JSON.parse(fs.readFileSync(path.join(app, p), 'utf8'));
+const menu = readJson('root/usr/share/luci/menu.d/luci-app-solowg.json');
+const acl = readJson('root/usr/share/rpcd/acl.d/luci-app-solowg.json');
+
+function jsFiles(dir, out = []) {
+	for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+		const p = path.join(dir, e.name);
+		if (e.isDirectory()) jsFiles(p, out);
+		else if (e.name.endsWith('.js')) out.push(p);
+	}
+	return out;
+}
+
+// { 'solowg.status': ['view/solowg/status.js', ...], ... }
+function declaredMethods() {
+	const found = {};
+	for (const file of jsFiles(path.join(app, 'htdocs'))) {
+		const src = fs.readFileSync(file, 'utf8');
+		for (const m of src.matchAll(/rpc\.declare\(\s*\{([^}]*)\}/g)) {
+			const obj = m[1].match(/object\s*:\s*'([^']+)'/);
+			const meth = m[1].match(/method\s*:\s*'([^']+)'/);
+			assert.ok(obj && meth, `rpc.declare without literal object/method in ${file}`);
+			(found[`${obj[1]}.${meth[1]}`] ??= []).push(path.relative(app, file));
+		}
+	}
+	return found;
+}
+
+function granted() {
+	const out = new Set();
+	for (const group of Object.values(acl))
+		for (const mode of ['read', 'write'])
+			for (const [obj, methods] of Object.entries(group[mode]?.ubus ?? {}))
+				for (const m of methods) out.add(`${obj}.${m}`);
+	return out;
+}
+
+test('menu.d: one view node under admin/status, shaped as LuCI expects', () => {
+	assert.deepEqual(Object.keys(menu), ['admin/status/solowg']);
+	const node = menu['admin/status/solowg'];
+	assert.equal(typeof node.title, 'string');
+	assert.equal(typeof node.order, 'number');
+	assert.deepEqual(node.action, { type: 'view', path: 'solowg/status' });
+	assert.ok(fs.existsSync(path.join(app, 'htdocs/luci-static/resources/view', `${node.action.path}.js`)), 'view file exists');
+	assert.deepEqual(node.depends.acl, ['luci-app-solowg']);
+	assert.ok(node.depends.acl.every((g) => g in acl), 'depends on an ACL group this package defines');
+	assert.deepEqual(node.depends.uci, { network: true });
+});
+
+test('acl.d: exactly the grants the pages need', () => {
+	assert.deepEqual(Object.keys(acl), ['luci-app-solowg']);
+	const g = acl['luci-app-solowg'];
+	assert.equal(typeof g.description, 'string');
+	assert.deepEqual(Object.keys(g).sort(), ['description', 'read', 'write']);
+	assert.deepEqual(g.read, { ubus: { solowg: ['status'] }, uci: ['network'] });
+	assert.deepEqual(g.write, { ubus: { solowg: ['genkey', 'pubkey', 'genpsk', 'reload'] }, uci: ['network'] });
+});
+
+test('every declared ubus method is granted, and every grant is used', () => {
+	const declared = declaredMethods();
+	const grants = granted();
+	assert.ok(Object.keys(declared).length > 0, 'found rpc.declare calls');
+	for (const [m, files] of Object.entries(declared))
+		assert.ok(grants.has(m), `${m} (used in ${files.join(', ')}) is not granted by the ACL`);
+	for (const m of grants)
+		assert.ok(m in declared, `the ACL grants ${m} but no page calls it`);
+});
+
+test('po/templates/solowg.pot is up to date (node tools/gen-pot.js)', () => {
+	const fresh = execFileSync(process.execPath, [path.join(app, 'tools/gen-pot.js'), '--stdout'], { encoding: 'utf8' });
+	assert.equal(fs.readFileSync(path.join(app, 'po/templates/solowg.pot'), 'utf8'), fresh);
+	assert.match(fresh, /msgid "Client configuration"/);
+});
+
+// --- the real daemon's method list over a private ubus broker -------------
+const cargoBin = path.join(process.env.CARGO_HOME || path.join(os.homedir(), '.cargo'), 'bin');
+const bins = {
+	ubusd: process.env.UBUSD_BIN || path.join(cargoBin, 'ubusd'),
+	client: process.env.UBUS_CLIENT_BIN || path.join(cargoBin, 'ubus-client'),
+	solowg: process.env.SOLOWG_BIN || path.join(repo, 'target/release/solowg'),
+};
+const missing = Object.values(bins).filter((b) => !fs.existsSync(b));
+const require_ubus = process.env.SOLOWG_REQUIRE_UBUS === '1';
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+test('every declared method exists in the real solowg ubus object',
+	{ skip: missing.length && !require_ubus ? `missing ${missing.join(', ')} (build with .ci/build; cargo install ubusd)` : false, timeout: 30000 },
+	async () => {
+		assert.deepEqual(missing, [], 'binaries present');
+		const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'solowg-acl-'));
+		const sock = path.join(dir, 'ubus.sock');
+		const cfg = path.join(dir, 'config');
+		fs.mkdirSync(cfg);
+		const started = [];
+		const start = (bin, args, env) => {
+			const p = spawn(bin, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+			p.stderrText = '';
+			p.stderr.on('data', (d) => { p.stderrText += d; });
+			started.push(p);
+			return p;
+		};
+		try {
+			start(bins.ubusd, [`--socket=${sock}`]);
+			for (let i = 0; i < 50 && !fs.existsSync(sock); i++) await sleep(100);
+			assert.ok(fs.existsSync(sock), 'ubusd created its socket');
+			const daemon = start(bins.solowg, ['--uci', '--config-dir', cfg], { UBUS_SOCKET: sock, LOG_LEVEL: 'error' });
+			execFileSync(bins.client, ['-s', sock, '-t', '10', 'wait_for', 'solowg'], { encoding: 'utf8', timeout: 15000 });
+			const listed = JSON.parse(execFileSync(bins.client, ['-s', sock, '-t', '5', 'list', 'solowg'], { encoding: 'utf8', timeout: 10000 }));
+			// ubus-client prints [{id, path, methods: {name: {arg: type}}}]
+			const obj = listed.find((o) => o.path === 'solowg');
+			assert.ok(obj, `solowg listed (daemon stderr: ${daemon.stderrText})`);
+			const methods = Object.keys(obj.methods);
+			for (const m of Object.keys(declaredMethods())) {
+				const [o, meth] = m.split('.');
+				assert.equal(o, 'solowg', `${m}: only the solowg object is used`);
+				assert.ok(methods.includes(meth), `${m} is not a method of the daemon (it has ${methods.join(', ')})`);
+			}
+			// pubkey takes the argument name the protocol page sends.
+			assert.ok('private_key' in obj.methods.pubkey, 'pubkey takes private_key');
+			// genkey answers with the fields the pages read.
+			const k = JSON.parse(execFileSync(bins.client, ['-s', sock, '-t', '5', 'call', 'solowg', 'genkey', '{}'], { encoding: 'utf8', timeout: 10000 }));
+			assert.match(k.private_key, /^[A-Za-z0-9+/]{43}=$/);
+			const pub = JSON.parse(execFileSync(bins.client, ['-s', sock, '-t', '5', 'call', 'solowg', 'pubkey', JSON.stringify({ private_key: k.private_key })], { encoding: 'utf8', timeout: 10000 }));
+			assert.equal(pub.public_key, k.public_key);
+			const psk = JSON.parse(execFileSync(bins.client, ['-s', sock, '-t', '5', 'call', 'solowg', 'genpsk', '{}'], { encoding: 'utf8', timeout: 10000 }));
+			assert.match(psk.preshared_key, /^[A-Za-z0-9+/]{43}=$/);
+			const st = JSON.parse(execFileSync(bins.client, ['-s', sock, '-t', '5', 'call', 'solowg', 'status', '{}'], { encoding: 'utf8', timeout: 10000 }));
+			assert.ok(Array.isArray(st.interfaces) && typeof st.time === 'number', 'status has interfaces[] and time');
+		} finally {
+			for (const p of started.reverse()) {
+				p.kill('SIGTERM');
+				await new Promise((r) => { if (p.exitCode !== null || p.signalCode) r(); else { p.once('exit', r); setTimeout(r, 2000); } });
+			}
+			fs.rmSync(dir, { recursive: true, force: true });
+		}
+	});

@@ -1,0 +1,89 @@
+/*
+ * STAND-IN data for the browser test: what ubus `solowg ...` and
+ * /etc/config/network could hold on a router. Counters grow with every
+ * status call so the rate graph has something to draw.
+ */
+'use strict';
+
+(function() {
+	var K = {
+		srvPriv: '9LHQ3qnh+p9d7JquR3eUf70bUOrgegetydgxwPHT8Zk=',
+		srvPub: 'nfP77SbqNgHV3QADVX3hdYmOWSX+00QdYvuVM5oEUIU=',
+		phone: 'Vn0fmKvgqxZMxc3BjZ5165S2qUeKNDpP5vsFYEV9+ks=',
+		laptop: 'okEk1J+fYQNph66Jp03NWX9jM3rWMGWDAruBZt0Gui0=',
+		office: 'krCjx/8ir+Jd6tdnGtnM3S283p68gRfhn4FxKTfs0Pg=',
+		clientPriv: 'N7PSIOm5iWAbde95IDxLXufnUWsJvml7AxokR4lLssA=',
+		psk: 'dtdXh7sM/y6lL8IIQvI8ZD5+FMlPUPAzaiQBxAyNJ70='
+	};
+	var calls = 0, t0 = 1764500000, rx = 1048576, tx = 5242880;
+
+	window.STANDIN_KEYS = K;
+
+	window.STANDIN_UBUS = {
+		solowg: {
+			status: function() {
+				var now = t0 + 5 * calls, n = calls++;
+				rx += 5 * (12000 + 8000 * (n % 3)); tx += 5 * (50000 + 18000 * (n % 4));
+				return {
+					time: now,
+					interfaces: [ {
+						name: 'wg0', public_key: K.srvPub, listen_port: 51820, fwmark: 0, mtu: 1420,
+						drops: { no_session: 2, bad_mac: 0 },
+						peers: [ {
+							public_key: K.phone, description: 'Phone <b>Anna</b>', endpoint: '198.51.100.7:40112',
+							endpoint_host: '', latest_handshake: now - 34, rx_bytes: rx,
+							tx_bytes: tx, allowed_ips: [ '10.0.0.2/32', 'fd00::2/128' ],
+							persistent_keepalive: 25, preshared_key: true
+						}, {
+							public_key: K.laptop, description: 'Laptop', endpoint: '203.0.113.9:51820',
+							endpoint_host: 'laptop.example.net', latest_handshake: now - 900, rx_bytes: 20480, tx_bytes: 40960,
+							allowed_ips: [ '10.0.0.3/32' ], persistent_keepalive: 0, preshared_key: false
+						}, {
+							public_key: K.office, description: '', endpoint: '', endpoint_host: '',
+							latest_handshake: 0, rx_bytes: 0, tx_bytes: 0, allowed_ips: [ '192.168.50.0/24' ],
+							persistent_keepalive: 0, preshared_key: false
+						} ]
+					} ]
+				};
+			},
+			reload: function() { return { interfaces: [ 'wg0' ], errors: [] }; },
+			genkey: function() { return { private_key: K.clientPriv, public_key: 'JtswlaTvA4J3gyEnHJ0CEWdeuzeZzB5lChAFx6Wzzc0=' }; },
+			pubkey: function(a) { return { public_key: a.private_key == K.srvPriv ? K.srvPub : 'oMHRYu7QopwjFN9WLy3XyYjK6tJIb807G3EujOgIYKQ=' }; },
+			genpsk: function() { return { preshared_key: K.psk }; }
+		}
+	};
+
+	var i = 0;
+	function sec(name, type, o) { o['.name'] = name; o['.type'] = type; o['.anonymous'] = /^cfg/.test(name); o['.index'] = i++; return o; }
+
+	window.STANDIN_UCI = {
+		network: {
+			lan: sec('lan', 'interface', { proto: 'static', ipaddr: '192.168.1.1', netmask: '255.255.255.0' }),
+			wg0: sec('wg0', 'interface', { proto: 'solowg', private_key: K.srvPriv, listen_port: '51820', addresses: [ '10.0.0.1/24', 'fd00::1/64' ] }),
+			cfg010001: sec('cfg010001', 'solowg_wg0', { description: 'Phone <b>Anna</b>', public_key: K.phone, preshared_key: K.psk, allowed_ips: [ '10.0.0.2/32', 'fd00::2/128' ], persistent_keepalive: '25' }),
+			cfg010002: sec('cfg010002', 'solowg_wg0', { description: 'Laptop', public_key: K.laptop, allowed_ips: [ '10.0.0.3/32' ], endpoint_host: 'laptop.example.net', endpoint_port: '51820' }),
+			cfg010003: sec('cfg010003', 'solowg_wg0', { public_key: K.office, allowed_ips: [ '192.168.50.0/24' ], route_allowed_ips: '1' })
+		}
+	};
+})();
+
+/* A two-peer wg-quick file for the import step of the browser test. */
+window.STANDIN_IMPORT = [
+	'[Interface]',
+	'PrivateKey = ' + window.STANDIN_KEYS.clientPriv,
+	'ListenPort = 51999',
+	'Address = 10.9.0.1/24, fd09::1/64',
+	'MTU = 1400',
+	'',
+	'[Peer]',
+	'PublicKey = ' + window.STANDIN_KEYS.laptop,
+	'AllowedIPs = 10.9.0.2/32',
+	'Endpoint = 203.0.113.9:51820',
+	'PersistentKeepalive = 25',
+	'',
+	'[Peer]',
+	'PublicKey = ' + window.STANDIN_KEYS.office,
+	'PresharedKey = ' + window.STANDIN_KEYS.psk,
+	'AllowedIPs = 10.9.0.3/32, 192.168.60.0/24',
+	''
+].join('\n');

@@ -1,0 +1,55 @@
+#!/usr/bin/env node
+// Static server for the browser test: the app's htdocs under /luci-static,
+// the LuCI stand-in under /standin. solowg/conf.js and qr.js come from
+// $SOLOWG_PURE_DIR, else from htdocs, else from the test's PLACEHOLDERS
+// (tests/fixtures/placeholder-solowg), and /standin/pure-source.js says which.
+// Usage: node serve.js PORTFILE   (writes the chosen port to PORTFILE)
+'use strict';
+const http = require('node:http');
+const fs = require('node:fs');
+const path = require('node:path');
+
+const app = path.resolve(__dirname, '..');
+const htdocs = path.join(app, 'htdocs');
+const standin = path.join(__dirname, 'luci-standin');
+const placeholders = path.join(__dirname, 'fixtures', 'placeholder-solowg');
+const realPure = process.env.SOLOWG_PURE_DIR || path.join(htdocs, 'luci-static/resources/solowg');
+
+const pureSource = {};
+for (const f of ['conf.js', 'qr.js'])
+	pureSource[f] = fs.existsSync(path.join(realPure, f)) ? path.join(realPure, f) : path.join(placeholders, f);
+const pureLabel = Object.entries(pureSource).map(([f, p]) =>
+	`${f}=${p.startsWith(placeholders) ? 'PLACEHOLDER' : 'real'}`).join(' ');
+
+const types = { '.js': 'text/javascript', '.html': 'text/html', '.css': 'text/css', '.svg': 'image/svg+xml' };
+
+function send(res, file) {
+	fs.readFile(file, (err, data) => {
+		if (err) { res.writeHead(404); res.end('not found'); return; }
+		res.writeHead(200, { 'content-type': (types[path.extname(file)] || 'application/octet-stream') + '; charset=utf-8', 'cache-control': 'no-store' });
+		res.end(data);
+	});
+}
+
+const server = http.createServer((req, res) => {
+	const url = new URL(req.url, 'http://x');
+	const p = decodeURIComponent(url.pathname);
+	if (p.includes('..')) { res.writeHead(400); res.end(); return; }
+	if (p === '/' || p === '/index.html') return send(res, path.join(standin, 'index.html'));
+	if (p === '/standin/pure-source.js') {
+		res.writeHead(200, { 'content-type': 'text/javascript' });
+		res.end(`window.STANDIN_PURE = ${JSON.stringify(pureLabel)};\n`);
+		return;
+	}
+	if (p.startsWith('/standin/')) return send(res, path.join(standin, p.slice(9)));
+	const m = p.match(/^\/luci-static\/resources\/solowg\/(conf|qr)\.js$/);
+	if (m) return send(res, pureSource[`${m[1]}.js`]);
+	if (p.startsWith('/luci-static/')) return send(res, path.join(htdocs, p));
+	res.writeHead(404); res.end('not found');
+});
+
+server.listen(0, '127.0.0.1', () => {
+	const port = server.address().port;
+	process.stderr.write(`serving on ${port}; ${pureLabel}\n`);
+	if (process.argv[2]) fs.writeFileSync(process.argv[2], String(port));
+});
