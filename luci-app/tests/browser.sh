@@ -8,9 +8,7 @@
 #   luci-app/tests/browser.sh [OUTDIR]     (default: a fresh temp directory)
 #
 # Needs chromium (Debian package `chromium`) and node. SOLOWG_PURE_DIR may point
-# at a directory holding solowg/conf.js and qr.js; otherwise the app's own
-# htdocs copies are used, or the test's placeholders if those are missing
-# (the run then says PLACEHOLDER).
+# at another directory holding solowg/conf.js and qr.js; by default the app's own.
 set -euo pipefail
 
 here=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)

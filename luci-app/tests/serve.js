@@ -1,8 +1,7 @@
 #!/usr/bin/env node
 // Static server for the browser test: the app's htdocs under /luci-static,
-// the LuCI stand-in under /standin. solowg/conf.js and qr.js come from
-// $SOLOWG_PURE_DIR, else from htdocs, else from the test's PLACEHOLDERS
-// (tests/fixtures/placeholder-solowg), and /standin/pure-source.js says which.
+// the LuCI stand-in under /standin. solowg/conf.js and qr.js are the shipped
+// ones (or $SOLOWG_PURE_DIR's); the server refuses to start without them.
 // Usage: node serve.js PORTFILE   (writes the chosen port to PORTFILE)
 'use strict';
 const http = require('node:http');
@@ -12,14 +11,17 @@ const path = require('node:path');
 const app = path.resolve(__dirname, '..');
 const htdocs = path.join(app, 'htdocs');
 const standin = path.join(__dirname, 'luci-standin');
-const placeholders = path.join(__dirname, 'fixtures', 'placeholder-solowg');
 const realPure = process.env.SOLOWG_PURE_DIR || path.join(htdocs, 'luci-static/resources/solowg');
 
 const pureSource = {};
-for (const f of ['conf.js', 'qr.js'])
-	pureSource[f] = fs.existsSync(path.join(realPure, f)) ? path.join(realPure, f) : path.join(placeholders, f);
-const pureLabel = Object.entries(pureSource).map(([f, p]) =>
-	`${f}=${p.startsWith(placeholders) ? 'PLACEHOLDER' : 'real'}`).join(' ');
+for (const f of ['conf.js', 'qr.js']) {
+	pureSource[f] = path.join(realPure, f);
+	if (!fs.existsSync(pureSource[f])) {
+		console.error(`serve.js: ${pureSource[f]} is missing`);
+		process.exit(1);
+	}
+}
+const pureLabel = Object.keys(pureSource).map(f => `${f}=real`).join(' ');
 
 const types = { '.js': 'text/javascript', '.html': 'text/html', '.css': 'text/css', '.svg': 'image/svg+xml' };
 
