@@ -129,8 +129,18 @@ return network.registerProtocol('solowg', {
 		});
 	},
 
-	/* The import dialog: paste, pick or drop a wg-quick .conf. */
-	handleImport: function(map, section_id) {
+	/* The import panel: paste, pick or drop a wg-quick .conf. It opens inline below
+	 * the button, inside the interface dialog: LuCI has one modal, and opening another
+	 * (ui.showModal) would replace the form and unregister its widgets. */
+	handleImport: function(map, section_id, anchor) {
+		var host = anchor && anchor.parentNode,
+		    open = host && host.querySelector('.solowg-import-panel');
+
+		if (open) {
+			open.parentNode.removeChild(open);
+			return Promise.resolve();
+		}
+
 		var area = E('textarea', {
 			'class': 'cbi-input-textarea solowg-import-text',
 			'style': 'width:100%;font-family:monospace',
@@ -140,9 +150,15 @@ return network.registerProtocol('solowg', {
 		}),
 		    file = E('input', { 'type': 'file', 'accept': '.conf,text/plain' }),
 		    replace = E('input', { 'type': 'checkbox', 'checked': 'checked' }),
+		    problems = E('div', {}),
+		    panel,
 		    read = function(f) {
 		    	if (f)
 		    		f.text().then(function(t) { area.value = t; });
+		    },
+		    close = function() {
+		    	if (panel.parentNode)
+		    		panel.parentNode.removeChild(panel);
 		    };
 
 		file.addEventListener('change', function() { read(file.files[0]); });
@@ -153,13 +169,17 @@ return network.registerProtocol('solowg', {
 				read(ev.dataTransfer.files[0]);
 		});
 
-		ui.showModal(_('Import a WireGuard configuration'), [
+		panel = E('div', { 'class': 'solowg-import-panel', 'style': 'margin-top:1em' }, [
 			E('p', {}, _('Paste the contents of a wg-quick .conf file, drop the file on the text box or choose it. The [Interface] section fills this interface; every [Peer] section becomes a peer.')),
 			area,
 			E('p', {}, file),
 			E('p', {}, E('label', {}, [ replace, ' ', _('Remove the peers this interface has now') ])),
-			E('div', { 'class': 'right' }, [
-				E('button', { 'class': 'btn cbi-button', 'click': ui.hideModal }, _('Cancel')),
+			problems,
+			E('div', {}, [
+				E('button', {
+					'class': 'btn cbi-button',
+					'click': function(ev) { ev.preventDefault(); close(); }
+				}, _('Cancel')),
 				' ',
 				E('button', {
 					'class': 'btn cbi-button cbi-button-action important solowg-import-apply',
@@ -174,8 +194,12 @@ return network.registerProtocol('solowg', {
 						}
 
 						if (parsed.errors && parsed.errors.length) {
-							ui.addNotification(_('This is not a usable WireGuard configuration'),
-								E('ul', {}, parsed.errors.map(function(e) { return E('li', {}, [ String(e) ]); })), 'error');
+							while (problems.firstChild)
+								problems.removeChild(problems.firstChild);
+							problems.appendChild(E('div', { 'class': 'alert-message error' }, [
+								E('p', {}, _('This is not a usable WireGuard configuration')),
+								E('ul', {}, parsed.errors.map(function(e) { return E('li', {}, [ String(e) ]); }))
+							]));
 							return;
 						}
 
@@ -184,7 +208,7 @@ return network.registerProtocol('solowg', {
 						return this.applyImport(map, section_id, u, replace.checked).then(function(n) {
 							var warnings = parsed.warnings || [];
 
-							ui.hideModal();
+							close();
 							ui.addNotification(null, [
 								E('p', {}, [ _('Imported the interface settings and %d peer(s); review them, then Save & Apply.').format(n) ])
 							].concat(warnings.length ? [ E('ul', {}, warnings.map(function(w) { return E('li', {}, [ String(w) ]); })) ] : []), 'info');
@@ -193,6 +217,9 @@ return network.registerProtocol('solowg', {
 				}, _('Import'))
 			])
 		]);
+
+		host.appendChild(panel);
+		return Promise.resolve();
 	},
 
 	/* Puts confToUci's result into the form (interface options) and into the
@@ -299,7 +326,7 @@ return network.registerProtocol('solowg', {
 		o.inputtitle = _('Import configuration…');
 		o.inputstyle = 'action';
 		o.onclick = function(ev, section_id) {
-			return proto.handleImport(this.map, section_id);
+			return proto.handleImport(this.map, section_id, ev.currentTarget || ev.target);
 		};
 
 		/* advanced */
