@@ -34,7 +34,11 @@ fn mask(key: u128, cidr: u8, v6: bool) -> u128 {
     if cidr == 0 {
         return 0;
     }
-    let ones = if width == 128 { u128::MAX } else { (1u128 << width) - 1 };
+    let ones = if width == 128 {
+        u128::MAX
+    } else {
+        (1u128 << width) - 1
+    };
     if u32::from(cidr) >= width {
         return key & ones;
     }
@@ -108,9 +112,17 @@ fuzz_target!(|data: &[u8]| {
                 assert_eq!(ok, c <= bits(v6), "insert {}/{c}", to_ip(key, v6));
                 if ok {
                     let key = mask(key, c, v6);
-                    match model.iter_mut().find(|e| e.v6 == v6 && e.key == key && e.cidr == c) {
+                    match model
+                        .iter_mut()
+                        .find(|e| e.v6 == v6 && e.key == key && e.cidr == c)
+                    {
                         Some(e) => e.peer = peer,
-                        None => model.push(Entry { v6, key, cidr: c, peer }),
+                        None => model.push(Entry {
+                            v6,
+                            key,
+                            cidr: c,
+                            peer,
+                        }),
                     }
                 }
             }
@@ -119,11 +131,19 @@ fuzz_target!(|data: &[u8]| {
                 let (key, c) = if !model.is_empty() && inp.bool() {
                     // An existing prefix, perhaps with host bits set.
                     let e = model[inp.below(model.len())];
-                    let host = if e.cidr < bits(e.v6) { u128::from(inp.u8()) } else { 0 };
+                    let host = if e.cidr < bits(e.v6) {
+                        u128::from(inp.u8())
+                    } else {
+                        0
+                    };
                     if e.v6 != v6 {
                         continue;
                     }
-                    (e.key | (host & !mask(u128::MAX, e.cidr, v6) & mask(u128::MAX, bits(v6), v6)), e.cidr)
+                    (
+                        e.key
+                            | (host & !mask(u128::MAX, e.cidr, v6) & mask(u128::MAX, bits(v6), v6)),
+                        e.cidr,
+                    )
                 } else {
                     (addr(&mut inp, v6), cidr(&mut inp, v6))
                 };
@@ -133,7 +153,12 @@ fuzz_target!(|data: &[u8]| {
                 let pos = model
                     .iter()
                     .position(|e| e.v6 == v6 && e.key == mk && e.cidr == c && e.peer == peer);
-                assert_eq!(removed, pos.is_some(), "remove {}/{c} peer {peer}", to_ip(key, v6));
+                assert_eq!(
+                    removed,
+                    pos.is_some(),
+                    "remove {}/{c} peer {peer}",
+                    to_ip(key, v6)
+                );
                 if let Some(p) = pos {
                     model.remove(p);
                 }

@@ -73,7 +73,10 @@ fn v6(i: usize) -> [u8; 16] {
 fn addr(i: usize, which: usize) -> SocketAddr {
     match which % 3 {
         0 => SocketAddr::new(Ipv4Addr::new(192, 0, 2, i as u8 + 1).into(), 51820),
-        1 => SocketAddr::new(Ipv4Addr::new(198, 51, 100, i as u8 + 1).into(), 40000 + i as u16),
+        1 => SocketAddr::new(
+            Ipv4Addr::new(198, 51, 100, i as u8 + 1).into(),
+            40000 + i as u16,
+        ),
         _ => SocketAddr::new(
             Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, i as u16 + 1).into(),
             51820,
@@ -227,19 +230,38 @@ impl World {
     fn set(&mut self, i: usize, req: SetRequest) {
         let now = self.now;
         // A removed peer may come back (even within the same request) with fresh counters.
-        let removed: Vec<[u8; 32]> = req.peers.iter().filter(|p| p.remove).map(|p| p.public_key).collect();
+        let removed: Vec<[u8; 32]> = req
+            .peers
+            .iter()
+            .filter(|p| p.remove)
+            .map(|p| p.public_key)
+            .collect();
         let all = req.replace_peers;
-        self.seen.retain(|(n, k), _| *n != i || !(all || removed.contains(k)));
+        self.seen
+            .retain(|(n, k), _| *n != i || !(all || removed.contains(k)));
         self.devs[i].apply(&req, now);
-        let live: Vec<[u8; 32]> = self.devs[i].info().peers.iter().map(|p| p.public_key).collect();
+        let live: Vec<[u8; 32]> = self.devs[i]
+            .info()
+            .peers
+            .iter()
+            .map(|p| p.public_key)
+            .collect();
         self.seen.retain(|(n, k), _| *n != i || live.contains(k));
         self.poll(i);
     }
 
     fn push(&mut self, from: usize, to: SocketAddr, data: Vec<u8>) {
         let kind = wire::classify(&data);
-        assert!(kind.is_some(), "node {from} emitted a malformed datagram ({} bytes)", data.len());
-        tr!("  node {from} -> {to}: {:?} {} bytes", kind.unwrap(), data.len());
+        assert!(
+            kind.is_some(),
+            "node {from} emitted a malformed datagram ({} bytes)",
+            data.len()
+        );
+        tr!(
+            "  node {from} -> {to}: {:?} {} bytes",
+            kind.unwrap(),
+            data.len()
+        );
         if self.pool.len() == POOL {
             self.pool.pop_front();
         }
@@ -331,7 +353,10 @@ impl World {
             let now = self.now;
             self.devs[i].update_timers(now);
             if let Some(t) = self.devs[i].next_deadline() {
-                assert!(t > now, "node {i}: deadline not in the future after update_timers");
+                assert!(
+                    t > now,
+                    "node {i}: deadline not in the future after update_timers"
+                );
             }
             self.poll(i);
         }
@@ -359,7 +384,10 @@ impl World {
         for i in 0..3 {
             let dev = &self.devs[i];
             for (r, n) in dev.drops() {
-                assert!(n >= self.drops[i][r as usize], "drop counter {r:?} went back");
+                assert!(
+                    n >= self.drops[i][r as usize],
+                    "drop counter {r:?} went back"
+                );
                 self.drops[i][r as usize] = n;
             }
             let info = dev.info();
@@ -453,7 +481,11 @@ impl World {
                 let from = [B, C, B][usize::from(op)];
                 let size = usize::from(inp.u8()) * 6;
                 let flags = inp.u8();
-                let src4 = if flags & 2 != 0 { [10, 0, 3, 9] } else { v4(from) };
+                let src4 = if flags & 2 != 0 {
+                    [10, 0, 3, 9]
+                } else {
+                    v4(from)
+                };
                 let p = if flags & 1 == 0 {
                     ip4(src4, v4(A), size)
                 } else {
@@ -482,7 +514,11 @@ impl World {
                 let k = inp.below(self.pool.len());
                 let roam = inp.u8();
                 let d = &self.pool[k];
-                let src = if roam < 200 { d.src } else { addr(d.from, usize::from(roam)) };
+                let src = if roam < 200 {
+                    d.src
+                } else {
+                    addr(d.from, usize::from(roam))
+                };
                 let to = node_at(d.to).unwrap_or(A);
                 let data = d.data.clone();
                 self.deliver(to, src, &data);

@@ -54,7 +54,10 @@ fn check_error_line(msg: &str, request: &[u8]) {
             .and_then(|n| n.parse().ok())
             .unwrap_or_else(|| panic!("unparsable line number in {msg:?}"));
         let lines = solowg_fuzz::line_count(request).max(1);
-        assert!(n >= 1 && n <= lines, "{msg:?} but the request has {lines} lines");
+        assert!(
+            n >= 1 && n <= lines,
+            "{msg:?} but the request has {lines} lines"
+        );
     }
 }
 

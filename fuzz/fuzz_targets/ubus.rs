@@ -89,7 +89,10 @@ fn accepts(t: ArgType, v: &Value) -> bool {
         (ArgType::Array, Value::Array(_))
             | (ArgType::Table, Value::Table(_))
             | (ArgType::String, Value::Str(_))
-            | (ArgType::Int64 | ArgType::Int32 | ArgType::Int16, Value::Int(_))
+            | (
+                ArgType::Int64 | ArgType::Int32 | ArgType::Int16,
+                Value::Int(_)
+            )
             | (ArgType::Bool, Value::Bool(_))
             | (ArgType::Double, Value::Double(_))
     )
@@ -127,7 +130,11 @@ fuzz_target!(|data: &[u8]| {
         rng ^= rng << 13;
         rng ^= rng >> 17;
         rng ^= rng << 5;
-        let n = if seed & 0x80 != 0 { stream.len() - at } else { 1 + (rng % 64) as usize };
+        let n = if seed & 0x80 != 0 {
+            stream.len() - at
+        } else {
+            1 + (rng % 64) as usize
+        };
         let chunk = &stream[at..(at + n).min(stream.len())];
         at += chunk.len();
         fed += chunk.len();
@@ -183,7 +190,10 @@ fuzz_target!(|data: &[u8]| {
         }
         // Replies to what came in: a STATUS (and DATA echoing the arguments) per message.
         let out = c.outgoing().len();
-        assert!(out <= 4 * fed + 256, "{out} bytes queued for {fed} bytes in");
+        assert!(
+            out <= 4 * fed + 256,
+            "{out} bytes queued for {fed} bytes in"
+        );
         if rng & 0x300 != 0 {
             c.consume(out);
             fed = 0;

@@ -42,6 +42,10 @@ fuzz_target!(|data: &[u8]| {
     }
     for i in &cfg.interfaces {
         assert!(!i.name.is_empty());
-        assert!(!cfg.failed_interfaces.contains(&i.name), "{} both loaded and failed", i.name);
+        assert!(
+            !cfg.failed_interfaces.contains(&i.name),
+            "{} both loaded and failed",
+            i.name
+        );
     }
 });
