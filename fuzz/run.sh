@@ -22,7 +22,14 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/solowg-fuzz.XXXXXX")
 trap 'rm -rf -- "$work"' EXIT
 
 echo "=== building fuzz targets"
-if ! cargo +nightly fuzz build; then
+# cargo-fuzz needs nightly features: the nightly toolchain when rustup has one, else the
+# installed compiler with RUSTC_BOOTSTRAP=1 (Debian's rustc-web on a fresh machine).
+if rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
+	fuzz=(cargo +nightly fuzz)
+else
+	fuzz=(env RUSTC_BOOTSTRAP=1 cargo fuzz)
+fi
+if ! "${fuzz[@]}" build; then
 	echo "fuzz build failed" >&2
 	exit 2
 fi
@@ -38,7 +45,7 @@ for t in "${targets[@]}"; do
 	start=$(date +%s.%N)
 	# max_total_time bounds the fuzzing; timeout bounds everything else (a hang in one
 	# input is caught by -timeout, well below).
-	timeout -k 10 $((secs + 120)) cargo +nightly fuzz run "$t" "$corpus" -- \
+	timeout -k 10 $((secs + 120)) "${fuzz[@]}" run "$t" "$corpus" -- \
 		-max_total_time="$secs" -rss_limit_mb=1024 -timeout=30 -print_final_stats=1 \
 		>"$log" 2>&1
 	rc=$?
