@@ -136,6 +136,25 @@ pub(crate) enum Pending {
 /// cookies. The Linux driver uses a queue depth; with no queue we count a rate.
 pub const DEFAULT_UNDER_LOAD_RATE: u32 = 200;
 const UNDER_LOAD_STICKY: Duration = Duration::from_secs(1);
+/// Under load, at most this many cookie replies per second per source address (burst
+/// COOKIE_REPLY_BURST); the rest are dropped without a reply. A cookie stays valid for two
+/// minutes and an initiator retries every 5 s, so a real peer needs one reply in a long while;
+/// without this limit a flood of mac1-valid initiations made the daemon send one reply per
+/// packet, and those sends (a `sendto` each) took half its CPU while the socket overflowed
+/// with the tunnel's own packets in it (bench/flood, `init` phase).
+pub const COOKIE_REPLIES_PER_SECOND: u32 = 5;
+const COOKIE_REPLY_BURST: u32 = 10;
+const COOKIE_LIMITER_CAPACITY: usize = 8192;
+/// Under load, handshake messages (their Noise work: X25519) may take this share of the
+/// time, in percent; past it they are dropped as rate-limited until the budget refills.
+/// The per-source limit alone admits 20 a second from every address: 256 addresses sending
+/// mac2-valid initiations asked for ~5,000 X25519 a second, more than the CPU had, and the
+/// socket overflowed with the tunnel's packets in it (bench/flood, `cookies` phase). The
+/// time is what the I/O shell measures around each message (`charge_handshake`): wall time,
+/// so when other processes take the CPU the budget buys fewer handshakes, as it should.
+const HANDSHAKE_SHARE_PERCENT: u32 = 25;
+/// Most unspent budget kept: a burst of this much handshake work right after a quiet spell.
+const HANDSHAKE_BUDGET_MAX: Duration = Duration::from_millis(20);
 
 pub struct Device {
     pub(crate) identity: Option<Identity>,
@@ -150,6 +169,8 @@ pub struct Device {
     pub(crate) routes: AllowedIps<PeerId>,
     pub(crate) checker: CookieChecker,
     pub(crate) limiter: RateLimiter,
+    /// Under load, cookie replies per source (see COOKIE_REPLIES_PER_SECOND).
+    pub(crate) cookie_limiter: RateLimiter,
     pub(crate) rng: Rng,
     pub(crate) pending: VecDeque<Pending>,
     /// Spare packet buffers for staging, so a busy handshake period does not allocate.
@@ -159,6 +180,8 @@ pub struct Device {
     pub under_load_rate: u32,
     pub(crate) load_window: (Instant, u32),
     pub(crate) under_load_until: Option<Instant>,
+    /// Handshake time budget under load: (last refill, time left); see HANDSHAKE_SHARE_PERCENT.
+    handshake_budget: (Instant, Duration),
     drops: [u64; DropReason::ALL.len()],
     wall_base: (Instant, SystemTime),
 }
@@ -185,6 +208,11 @@ impl Device {
             routes: AllowedIps::new(),
             checker: CookieChecker::new(None),
             limiter: RateLimiter::new(),
+            cookie_limiter: RateLimiter::with_params(
+                COOKIE_REPLIES_PER_SECOND,
+                COOKIE_REPLY_BURST,
+                COOKIE_LIMITER_CAPACITY,
+            ),
             rng,
             pending: VecDeque::new(),
             spare: Vec::new(),
@@ -192,6 +220,7 @@ impl Device {
             under_load_rate: DEFAULT_UNDER_LOAD_RATE,
             load_window: (now, 0),
             under_load_until: None,
+            handshake_budget: (now, HANDSHAKE_BUDGET_MAX),
             drops: [0; DropReason::ALL.len()],
             wall_base: (now, wall_now),
         }
@@ -568,6 +597,21 @@ impl Device {
             }
         }
         self.under_load_until.is_some_and(|u| now < u)
+    }
+
+    /// Under load: whether the handshake time budget has anything left (refilled here).
+    pub(crate) fn handshake_budget_left(&mut self, now: Instant) -> bool {
+        let (last, left) = self.handshake_budget;
+        let earned = now.saturating_duration_since(last) * HANDSHAKE_SHARE_PERCENT / 100;
+        let left = (left + earned).min(HANDSHAKE_BUDGET_MAX);
+        self.handshake_budget = (now.max(last), left);
+        !left.is_zero()
+    }
+
+    /// The I/O shell reports the time a handshake message (initiation or response) took to
+    /// handle; under load it is spent from the budget (the core reads no clock itself).
+    pub fn charge_handshake(&mut self, spent: Duration) {
+        self.handshake_budget.1 = self.handshake_budget.1.saturating_sub(spent);
     }
 
     /// The peer whose allowed IPs contain this address (raw 4 or 16 bytes).

@@ -13,7 +13,7 @@ use crate::signals::SignalFd;
 use crate::tun::Tun;
 use crate::uapi::{self, Request};
 use crate::udp::{self, UdpPair};
-use crate::wire::HEADROOM;
+use crate::wire::{self, HEADROOM};
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsFd;
@@ -564,7 +564,17 @@ impl Io {
                 let end = (off + seg).min(n);
                 let chunk = &mut buf[off..end];
                 let len = chunk.len();
-                match dev.decapsulate(now, from, chunk, len) {
+                // Handshake messages are timed for the device's under-load budget.
+                let t0 = matches!(
+                    wire::classify(chunk),
+                    Some(wire::Kind::Initiation | wire::Kind::Response)
+                )
+                .then(Instant::now);
+                let verdict = dev.decapsulate(now, from, chunk, len);
+                if let Some(t0) = t0 {
+                    dev.charge_handshake(t0.elapsed());
+                }
+                match verdict {
                     Verdict::WriteTun { start, len } if vnet => {
                         let start = off + start;
                         if !co.add(buf, start, len) {

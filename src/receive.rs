@@ -52,6 +52,9 @@ impl Device {
             return None;
         }
         if !self.checker.check_mac2(&buf[..len], src, now) {
+            if !self.cookie_limiter.allow(now, src.ip()) {
+                return Some(self.count_drop(DropReason::CookieRequired));
+            }
             let mut reply = [0u8; wire::COOKIE_REPLY_LEN];
             if !self
                 .checker
@@ -66,7 +69,7 @@ impl Device {
                 len: reply.len(),
             });
         }
-        if !self.limiter.allow(now, src.ip()) {
+        if !self.limiter.allow(now, src.ip()) || !self.handshake_budget_left(now) {
             return Some(self.count_drop(DropReason::RateLimited));
         }
         None

@@ -698,6 +698,67 @@ fn handshakes_are_rate_limited_per_source_under_load() {
     net.take_wire();
 }
 
+#[test]
+fn handshake_work_under_load_is_bounded_by_a_time_budget() {
+    let (mut net, init_c) = loaded_responder();
+    flood(&mut net, &init_c);
+    let cookie_c = net.sent.last().unwrap().data.clone();
+    assert_eq!(net.inject(C, net.nodes[B].addr, &cookie_c), Verdict::Done);
+    // C retransmits with mac2 while B is unreachable; keep that initiation.
+    net.nodes[B].down = true;
+    net.advance(REKEY_TIMEOUT + JITTER);
+    net.nodes[B].down = false;
+    let init_c2 = net.sent_by(C, is_initiation)[1].data.clone();
+    assert_ne!(&init_c2[132..148], &[0; 16]);
+    let addr_c = net.nodes[C].addr;
+    flood(&mut net, &init_c);
+    let past_limits = |v: Verdict| {
+        matches!(
+            v,
+            Verdict::Drop(DropReason::UnknownPeer | DropReason::HandshakeFailed)
+        )
+    };
+    assert!(past_limits(net.inject(B, addr_c, &init_c2)));
+    // The I/O shell reports that handshakes took a whole second: the budget is spent.
+    net.nodes[B].dev.charge_handshake(Duration::from_secs(1));
+    assert_eq!(
+        net.inject(B, addr_c, &init_c2),
+        Verdict::Drop(DropReason::RateLimited)
+    );
+    // 25% of the time comes back as budget.
+    net.advance(ms(100));
+    flood(&mut net, &init_c);
+    assert!(past_limits(net.inject(B, addr_c, &init_c2)));
+    net.take_wire();
+}
+
+#[test]
+fn cookie_replies_are_rate_limited_per_source_under_load() {
+    let (mut net, init_c) = loaded_responder();
+    flood(&mut net, &init_c); // under load now; that copy got a reply
+    let replies = |net: &mut Net, from: SocketAddr, n: usize| {
+        (0..n)
+            .filter(|_| matches!(net.inject(B, from, &init_c.data), Verdict::SendUdp { .. }))
+            .count()
+    };
+    // The burst (10, one spent above), then nothing: dropped as cookie-required, no reply.
+    let from = init_c.from;
+    assert_eq!(replies(&mut net, from, 20), 9);
+    let before = net.nodes[B].dev.drop_count(DropReason::CookieRequired);
+    assert_eq!(replies(&mut net, from, 5), 0);
+    assert_eq!(
+        net.nodes[B].dev.drop_count(DropReason::CookieRequired),
+        before + 5
+    );
+    // Another source has its own budget; the first one earns 5 a second back.
+    let other: SocketAddr = "192.0.2.77:4000".parse().unwrap();
+    assert_eq!(replies(&mut net, other, 1), 1);
+    net.advance(ms(400));
+    flood(&mut net, &init_c); // still under load (sticky), and 2 replies were earned back
+    assert_eq!(replies(&mut net, from, 5), 1);
+    net.take_wire();
+}
+
 // ---- replay ----------------------------------------------------------------------------
 
 #[test]
