@@ -167,12 +167,43 @@ impl Managed {
     }
 
     fn read_config(&self) -> Result<NetworkConfig, String> {
+        self.read_config_checked(false)
+    }
+
+    /// With `strict`, a file with syntax errors is refused as a whole (as libuci's default,
+    /// strict, mode does): a file truncated or overwritten while it was being written must not
+    /// turn into a configuration with the rest of its sections, or their options, missing.
+    fn read_config_checked(&self, strict: bool) -> Result<NetworkConfig, String> {
         let path = self.network_path();
         let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
         let text = Zeroizing::new(String::from_utf8_lossy(&bytes).into_owned());
         let mut bytes = bytes;
         zeroize::Zeroize::zeroize(&mut bytes);
-        Ok(config::parse_network(&text))
+        let cfg = config::parse_network(&text);
+        if strict {
+            let mut syntax = cfg
+                .errors
+                .iter()
+                .filter(|e| e.scope == config::ErrorScope::Line);
+            if let Some(first) = syntax.next() {
+                let more = syntax.count();
+                return Err(format!(
+                    "{}: line {}{}: {}{}; nothing applied, the running configuration is kept",
+                    path.display(),
+                    first.line,
+                    section_at(&text, first.line)
+                        .map(|s| format!(" (in section '{s}')"))
+                        .unwrap_or_default(),
+                    first.message,
+                    if more > 0 {
+                        format!(" (and {more} more syntax error(s))")
+                    } else {
+                        String::new()
+                    }
+                ));
+            }
+        }
+        Ok(cfg)
     }
 
     /// Errors of the file that concern `ifname` (or the file as a whole), as text.
@@ -313,11 +344,15 @@ impl Managed {
             }
         }
         for p in &enabled {
-            let before = prev.and_then(|pc| {
-                pc.peers
-                    .iter()
-                    .find(|q| !q.disabled && q.public_key == p.public_key)
-            });
+            // A peer removed behind our back (`wg set ... remove`) is re-added as new, endpoint
+            // included: the previous configuration says nothing about the running device.
+            let before = prev
+                .filter(|_| running.contains(&p.public_key))
+                .and_then(|pc| {
+                    pc.peers
+                        .iter()
+                        .find(|q| !q.disabled && q.public_key == p.public_key)
+                });
             if before.is_some_and(|b| same_peer(b, p)) && running.contains(&p.public_key) {
                 continue;
             }
@@ -438,7 +473,7 @@ impl Managed {
     /// `reload`: re-reads the file and applies it to every running interface. An interface
     /// whose section is now broken keeps its previous configuration (and is reported).
     fn reload(&mut self, d: &mut Daemon) -> Result<Vec<(String, Value)>, String> {
-        let cfg = self.read_config()?;
+        let cfg = self.read_config_checked(true)?;
         let mut errors = Self::errors_for(&cfg, None);
         let mut applied = Vec::new();
         let names: Vec<String> = self.running.keys().cloned().collect();
@@ -850,6 +885,23 @@ impl Managed {
         self.children
             .retain_mut(|c| matches!(c.try_wait(), Ok(None)));
     }
+}
+
+/// The name (or, if anonymous, the type) of the section whose `config` line is the last one
+/// at or before 1-based `line`, for syntax error messages. Never an option's value.
+fn section_at(text: &str, line: usize) -> Option<String> {
+    text.lines()
+        .take(line)
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            (w.next() == Some("config")).then(|| {
+                let ty = w.next().unwrap_or("");
+                let name = w.next().unwrap_or(ty);
+                name.trim_matches(|c| c == '\'' || c == '"').to_string()
+            })
+        })
+        .last()
+        .filter(|s| !s.is_empty() && s.len() <= 64)
 }
 
 /// Same settings for the device (description and route flag do not matter to it).

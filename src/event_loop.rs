@@ -54,6 +54,8 @@ struct Client {
     /// We stopped reading with input possibly pending: edge-triggered readiness will not
     /// report it again, so the loop must come back by itself.
     read_blocked: bool,
+    /// Where the next parse of `inbuf` may resume (see `uapi::parse_request_resume`).
+    scan_hint: usize,
 }
 
 /// One interface's sources and UAPI clients. Its tokens are `base + *_TOKEN`.
@@ -623,6 +625,7 @@ impl Io {
                     self.clients.push(Client {
                         stream,
                         read_blocked: false,
+                        scan_hint: 0,
                         inbuf: Vec::new(),
                         outbuf: Vec::new(),
                         out_pos: 0,
@@ -699,7 +702,11 @@ impl Io {
                 more = handled == MAX_REQUESTS_PER_TURN;
                 break;
             }
-            let (consumed, errno, fatal) = match uapi::parse_request(&c.inbuf[off..]) {
+            let mut hint = if off == 0 { c.scan_hint } else { 0 };
+            let parsed = uapi::parse_request_resume(&c.inbuf[off..], &mut hint);
+            // Relative to inbuf[off..], which is where inbuf starts after the drain below.
+            self.clients[i].scan_hint = hint;
+            let (consumed, errno, fatal) = match parsed {
                 Ok(None) => break,
                 Ok(Some((req, consumed))) => {
                     (consumed, self.handle_request(req, i, dev, buf), false)
@@ -717,6 +724,7 @@ impl Io {
             }
             if fatal {
                 c.closing = true;
+                c.scan_hint = 0;
                 off = c.inbuf.len();
                 break;
             }

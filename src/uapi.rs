@@ -221,41 +221,63 @@ impl fmt::Debug for PeerInfo {
 /// request in tiny reads pay quadratic time, bounded by
 /// [`MAX_REQUEST_BYTES`].
 pub fn parse_request(buf: &[u8]) -> Result<Option<(Request, usize)>, (UapiError, usize)> {
+    parse_request_resume(buf, &mut 0)
+}
+
+/// [`parse_request`] that does not rescan what an earlier call on the same (grown) buffer
+/// already scanned: `hint` starts at 0 for a new buffer, and is kept between calls while
+/// they return `Ok(None)` and nothing is consumed. A request fed in small reads then costs
+/// linear time, not quadratic: a slow or oversized client cannot eat the packet loop's time.
+pub fn parse_request_resume(
+    buf: &[u8],
+    hint: &mut usize,
+) -> Result<Option<(Request, usize)>, (UapiError, usize)> {
     // Only look for the terminator where a request may legally end, so an
     // oversized request is refused even if its end is already buffered.
     let window = &buf[..buf.len().min(MAX_REQUEST_BYTES)];
-    let Some(end) = find_request_end(window) else {
-        if buf.len() > MAX_REQUEST_BYTES {
-            let msg = format!("request exceeds {MAX_REQUEST_BYTES} bytes");
-            return Err((UapiError::einval(msg), buf.len()));
-        }
-        // Refuse a non-UAPI client (say, an HTTP probe that never sends a
-        // blank "\n\n" line) right away instead of buffering up to the limit.
-        if let Some(nl) = buf.iter().position(|&b| b == b'\n') {
-            if let Err(e) = parse_op(&buf[..nl]) {
-                return Err((e, buf.len()));
+    // A hint above 0 is a line start: the first line was complete (and checked) before.
+    let first_line_checked = *hint > 0;
+    let end = match find_request_end(window, (*hint).min(window.len())) {
+        Ok(end) => end,
+        Err(next) => {
+            *hint = next;
+            if buf.len() > MAX_REQUEST_BYTES {
+                let msg = format!("request exceeds {MAX_REQUEST_BYTES} bytes");
+                return Err((UapiError::einval(msg), buf.len()));
             }
+            // Refuse a non-UAPI client (say, an HTTP probe that never sends a
+            // blank "\n\n" line) right away instead of buffering up to the limit.
+            if !first_line_checked && next > 0 {
+                if let Some(nl) = buf.iter().position(|&b| b == b'\n') {
+                    if let Err(e) = parse_op(&buf[..nl]) {
+                        return Err((e, buf.len()));
+                    }
+                }
+            }
+            return Ok(None);
         }
-        return Ok(None);
     };
+    *hint = 0;
     match parse_framed(&buf[..end]) {
         Ok(req) => Ok(Some((req, end))),
         Err(e) => Err((e, end)),
     }
 }
 
-/// Length up to and including the first empty line, if any.
-fn find_request_end(buf: &[u8]) -> Option<usize> {
-    let mut line_start = 0;
-    for (i, &b) in buf.iter().enumerate() {
+/// Length up to and including the first empty line, scanning from `from`, a line start
+/// (0 or just after a newline). None found: `Err` with the start of the last, incomplete
+/// line, where the next scan may resume.
+fn find_request_end(buf: &[u8], from: usize) -> Result<usize, usize> {
+    let mut line_start = from;
+    for (i, &b) in buf.iter().enumerate().skip(from) {
         if b == b'\n' {
             if i == line_start {
-                return Some(i + 1);
+                return Ok(i + 1);
             }
             line_start = i + 1;
         }
     }
-    None
+    Err(line_start)
 }
 
 enum Op {
@@ -646,6 +668,35 @@ mod tests {
             }
         }
         assert!(!e.to_string().is_empty());
+    }
+
+    #[test]
+    fn resumed_parse_matches_full_rescan() {
+        let reqs: [&[u8]; 4] = [
+            b"get=1\n\n",
+            b"set=1\nlisten_port=5\n\nget=1\n\n",
+            b"set=1\nfwmark=x\n\n",
+            b"GET / HTTP/1.1\r\n\r\n",
+        ];
+        for req in reqs {
+            for step in 1..=req.len() {
+                let mut hint = 0;
+                let mut fed = 0;
+                while fed < req.len() {
+                    fed = (fed + step).min(req.len());
+                    let full = parse_request(&req[..fed]);
+                    let resumed = parse_request_resume(&req[..fed], &mut hint);
+                    assert_eq!(
+                        format!("{full:?}"),
+                        format!("{resumed:?}"),
+                        "{req:?} step {step}"
+                    );
+                    if !matches!(resumed, Ok(None)) {
+                        break;
+                    }
+                }
+            }
+        }
     }
 
     #[test]

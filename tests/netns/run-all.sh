@@ -52,6 +52,10 @@ done
 for u in "${impls[@]}"; do
 	[[ $u == solowg ]] && add_entry openwrt
 done
+# Faults under traffic and the secrets check (managed mode with UCI and ubus, as openwrt).
+for u in "${impls[@]}"; do
+	[[ $u == solowg ]] && add_entry faults
+done
 
 out_dir=$(mktemp -d "${TMPDIR:-/tmp}/solowg-run-all.XXXXXX")
 trap 'rm -rf "$out_dir"' EXIT
