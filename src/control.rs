@@ -281,7 +281,12 @@ impl Managed {
         let save = self.opts.state_file.with_file_name("uci");
         let _ = std::fs::create_dir_all(&save);
         let save = save.display().to_string();
-        let set = format!("network.{}.private_key={}", icfg.name, b64.as_str());
+        // The uci argument holds the key in base64: wiped when it goes.
+        let set = Zeroizing::new(format!(
+            "network.{}.private_key={}",
+            icfg.name,
+            b64.as_str()
+        ));
         let uci = |args: &[&str]| {
             std::process::Command::new(&self.opts.uci)
                 .args(["-q", "-c", &dir, "-t", &save])
@@ -289,7 +294,7 @@ impl Managed {
                 .status()
                 .is_ok_and(|s| s.success())
         };
-        let ok = uci(&["set", &set]) && uci(&["commit", "network"]);
+        let ok = uci(&["set", set.as_str()]) && uci(&["commit", "network"]);
         if ok {
             log::info(format_args!(
                 "{}: generated a private key and saved it",
@@ -686,7 +691,8 @@ impl Managed {
                 ]);
                 (Status::Ok, Some(data))
             }
-            "pubkey" => match arg("private_key").and_then(|s| {
+            // The argument is a private key: its String copy is wiped too.
+            "pubkey" => match arg("private_key").map(Zeroizing::new).and_then(|s| {
                 let mut k = Zeroizing::new([0u8; 32]);
                 crate::peer::key_from_base64_into(&s, &mut k).then_some(k)
             }) {
@@ -711,6 +717,16 @@ impl Managed {
         };
         if let Err(e) = self.ubus.reply(token, status, data.as_deref()) {
             log::verbose(format_args!("ubus reply to {method} failed: {e}"));
+        }
+        // genkey/genpsk replies carry a secret in base64: wipe the reply's strings.
+        if let Some(mut t) = data {
+            if matches!(method, "genkey" | "genpsk") {
+                for (_, v) in &mut t {
+                    if let Value::Str(s) = v {
+                        zeroize::Zeroize::zeroize(s);
+                    }
+                }
+            }
         }
     }
 

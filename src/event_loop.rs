@@ -33,6 +33,13 @@ const MAX_REQUESTS_PER_TURN: usize = 16;
 /// Stop answering a client whose unread replies reach this size until it reads them.
 const OUTBUF_HIGH: usize = 1 << 20;
 
+/// `v.extend_from_slice(data)`, but a reallocation wipes the old allocation first: a growing
+/// UAPI request may hold a private key, and `Vec` growth frees the old copy as it is.
+fn extend_wiping(v: &mut Vec<u8>, data: &[u8]) {
+    uapi::reserve_wiping(v, data.len());
+    v.extend_from_slice(data);
+}
+
 impl Client {
     /// Read more only while there is room and the client keeps up with its replies.
     fn wants_read(&self) -> bool {
@@ -682,7 +689,7 @@ impl Io {
                     break;
                 }
                 Ok(n) => {
-                    c.inbuf.extend_from_slice(&buf[..n]);
+                    extend_wiping(&mut c.inbuf, &buf[..n]);
                     buf[..n].zeroize();
                     c.last_active = now;
                 }
@@ -730,8 +737,12 @@ impl Io {
             }
         }
         let c = &mut self.clients[i];
-        c.inbuf[..off].zeroize();
-        c.inbuf.drain(..off);
+        // The shift leaves stale copies of the unconsumed tail (maybe a `set` with a key)
+        // past the new end: zero them.
+        let rest = c.inbuf.len() - off;
+        c.inbuf.copy_within(off.., 0);
+        c.inbuf[rest..].zeroize();
+        c.inbuf.truncate(rest);
         while c.out_pos < c.outbuf.len() {
             match (&c.stream).write(&c.outbuf[c.out_pos..]) {
                 Ok(0) => return None,

@@ -526,6 +526,17 @@ fn hex_into(s: &str, out: &mut [u8; 32]) -> bool {
     true
 }
 
+/// `out.reserve(additional)`, but a reallocation wipes the old allocation (earlier replies
+/// in it may hold the private key) instead of freeing it as it is.
+pub fn reserve_wiping(out: &mut Vec<u8>, additional: usize) {
+    if out.capacity() - out.len() < additional {
+        let mut grown = Vec::with_capacity((out.len() + additional).max(out.capacity() * 2));
+        grown.extend_from_slice(out);
+        zeroize::Zeroize::zeroize(out); // the whole old capacity
+        *out = grown;
+    }
+}
+
 /// Lowercase hex of 32 bytes.
 pub fn key_to_hex(k: &[u8; 32]) -> String {
     let mut v = Vec::with_capacity(64);
@@ -565,6 +576,16 @@ fn push_line(out: &mut Vec<u8>, name: &str, value: impl fmt::Display) {
 /// Appends the full `get=1` reply, ending with `errno=0\n\n`, in the order
 /// wireguard-go emits it.
 pub fn write_get_reply(out: &mut Vec<u8>, info: &DeviceInfo) {
+    // Room for the whole reply before the private key goes in, so `out` is not reallocated
+    // (which would free a copy of the key unwiped): a peer's lines stay under 512 bytes,
+    // an allowed IP's under 64.
+    let need = 256
+        + info
+            .peers
+            .iter()
+            .map(|p| 512 + 64 * p.allowed_ips.len())
+            .sum::<usize>();
+    reserve_wiping(out, need);
     if let Some(k) = &info.private_key {
         push_key_line(out, "private_key", k);
     }

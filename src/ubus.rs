@@ -223,6 +223,15 @@ struct Header {
     peer: u32,
 }
 
+/// Drops the first `n` bytes of `v`, leaving zeros (not stale copies) everywhere else in its
+/// allocation.
+fn wipe_front(v: &mut Vec<u8>, n: usize) {
+    let rest = v.len() - n;
+    v.copy_within(n.., 0);
+    zeroize::Zeroize::zeroize(&mut v[rest..]);
+    v.truncate(rest);
+}
+
 fn u32_of(p: &[u8]) -> Option<u32> {
     Some(u32::from_be_bytes(p.get(..4)?.try_into().ok()?))
 }
@@ -273,7 +282,10 @@ impl UbusConn {
 
     /// Drops the first `n` bytes of `outgoing()` (they were written).
     pub fn consume(&mut self, n: usize) {
-        self.tx.drain(..n.min(self.tx.len()));
+        // Replies may hold a key (genkey, genpsk): wipe what was written, and the tail
+        // left behind by the shift.
+        let n = n.min(self.tx.len());
+        wipe_front(&mut self.tx, n);
     }
 
     pub fn poll_event(&mut self) -> Option<Event> {
@@ -328,13 +340,16 @@ impl UbusConn {
             };
             // The handlers queue output and events only; copying the body out lets them
             // borrow `self` mutably.
-            let body = frame.to_vec();
+            let mut body = frame.to_vec();
             at += HEADER + len;
-            if let Err(e) = self.handle(hdr, &body) {
+            let r = self.handle(hdr, &body);
+            // Arguments may hold a key (pubkey's private_key).
+            zeroize::Zeroize::zeroize(&mut body);
+            if let Err(e) = r {
                 break Err(e);
             }
         };
-        self.rx.drain(..at);
+        wipe_front(&mut self.rx, at);
         result
     }
 
@@ -657,6 +672,7 @@ impl UbusClient {
                 }
             }
         }
+        zeroize::Zeroize::zeroize(&mut self.chunk); // it held the last read (maybe a key)
         self.chunk = Vec::new();
         if let Some(why) = failure {
             self.drop_connection(&why, Instant::now());
