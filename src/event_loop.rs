@@ -30,6 +30,9 @@ const MAX_CLIENTS: usize = 16;
 const CLIENT_IDLE: Duration = Duration::from_secs(10);
 /// Requests answered per client per loop turn, so packets keep flowing during a burst.
 const MAX_REQUESTS_PER_TURN: usize = 16;
+/// UAPI connections accepted per loop turn: a connection flood gets a bounded share of the
+/// thread, packets the rest (the backlog waits for the next turn).
+const MAX_ACCEPTS_PER_TURN: usize = 4;
 /// Stop answering a client whose unread replies reach this size until it reads them.
 const OUTBUF_HIGH: usize = 1 << 20;
 
@@ -605,8 +608,9 @@ impl Io {
         true
     }
 
-    fn accept_clients(&mut self) {
-        loop {
+    /// Accepts at most [`MAX_ACCEPTS_PER_TURN`] connections; true if more may be waiting.
+    fn accept_clients(&mut self) -> bool {
+        for _ in 0..MAX_ACCEPTS_PER_TURN {
             match self.uapi.accept() {
                 Ok((stream, _)) => {
                     let token = self.base + self.next_client_token;
@@ -641,9 +645,10 @@ impl Io {
                     });
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(_) => return,
+                Err(_) => return false,
             }
         }
+        true
     }
 
     /// Serves every client; true if one still has requests waiting (turn limit reached).
@@ -1109,7 +1114,7 @@ impl Slot {
         }
         io.flush_outputs(dev, buf);
         if ready.uapi {
-            io.accept_clients();
+            again.uapi = io.accept_clients();
         }
         let now = Instant::now();
         let clients_due = io
