@@ -251,6 +251,13 @@ fn run_managed(args: &[String]) -> libc::c_int {
 }
 
 fn real_main(argv: Vec<String>) -> libc::c_int {
+    // Before the dispatch: managed mode (`--uci`) logs by the same setting.
+    match std::env::var("LOG_LEVEL").as_deref() {
+        Ok("verbose") | Ok("debug") => log::set_level(log::VERBOSE),
+        Ok("error") => log::set_level(log::ERROR),
+        Ok("silent") => log::set_level(log::SILENT),
+        _ => {}
+    }
     match argv.get(1).map(String::as_str) {
         Some("--uci") => return run_managed(&argv[2..]),
         Some("show") => {
@@ -265,12 +272,6 @@ fn real_main(argv: Vec<String>) -> libc::c_int {
                 }
             }
         }
-        _ => {}
-    }
-    match std::env::var("LOG_LEVEL").as_deref() {
-        Ok("verbose") | Ok("debug") => log::set_level(log::VERBOSE),
-        Ok("error") => log::set_level(log::ERROR),
-        Ok("silent") => log::set_level(log::SILENT),
         _ => {}
     }
     let args = match parse_args(argv) {

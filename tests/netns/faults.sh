@@ -364,9 +364,18 @@ idle, opened, big_sent, slow = [], 0, 0, []
 def conn():
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.setblocking(False)
-    s.connect(path)
+    try:
+        s.connect(path)
+    except OSError:
+        s.close()
+        raise
     return s
-big = conn()
+def try_conn():                   # the listen backlog may be full: try again later
+    try:
+        return conn()
+    except OSError:
+        return None
+big = try_conn()
 chunk = b"set=1\n" + b"x" * 65536
 i = 0
 while time.time() < end:
@@ -395,11 +404,12 @@ while time.time() < end:
             except OSError:
                 pass
         try:                      # an oversized request, as fast as it is taken
-            big_sent += big.send(chunk)
+            big_sent += big.send(chunk) if big else 0
+            big = big or try_conn()
         except BlockingIOError:
             pass
         except OSError:
-            big = conn()
+            big = try_conn()
 print(f"opened={opened} oversized_bytes={big_sent}")
 '
 # flood_run NAME NS IFNAME PORT: the flooder on IFNAME's socket during a 4 s iperf3 A->B;
