@@ -78,6 +78,22 @@ pub struct Managed {
     restore: Vec<String>,
 }
 
+/// The ubus object `solowg`: its methods and their arguments (also what the fuzzer drives).
+pub fn object_spec() -> ObjectSpec {
+    ObjectSpec {
+        path: OBJECT.to_string(),
+        methods: vec![
+            Method::new("status", &[]),
+            Method::new("reload", &[]),
+            Method::new("up", &[("interface", ArgType::String)]),
+            Method::new("down", &[("interface", ArgType::String)]),
+            Method::new("genkey", &[]),
+            Method::new("pubkey", &[("private_key", ArgType::String)]),
+            Method::new("genpsk", &[]),
+        ],
+    }
+}
+
 fn table(entries: Vec<(&str, Value)>) -> Vec<(String, Value)> {
     entries
         .into_iter()
@@ -97,19 +113,7 @@ fn unix_now() -> u64 {
 
 impl Managed {
     pub fn new(opts: Options) -> io::Result<Managed> {
-        let spec = ObjectSpec {
-            path: OBJECT.to_string(),
-            methods: vec![
-                Method::new("status", &[]),
-                Method::new("reload", &[]),
-                Method::new("up", &[("interface", ArgType::String)]),
-                Method::new("down", &[("interface", ArgType::String)]),
-                Method::new("genkey", &[]),
-                Method::new("pubkey", &[("private_key", ArgType::String)]),
-                Method::new("genpsk", &[]),
-            ],
-        };
-        let ubus = UbusClient::new(opts.ubus_socket.clone(), spec);
+        let ubus = UbusClient::new(opts.ubus_socket.clone(), object_spec());
         let mut rng = Rng::from_os()?;
         let mut seed = [0u8; 32];
         rng.fill(&mut seed);

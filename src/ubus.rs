@@ -98,7 +98,8 @@ impl ArgType {
         }
     }
 
-    fn accepts(self, v: &Value) -> bool {
+    /// Whether a decoded argument has this declared type.
+    pub fn accepts(self, v: &Value) -> bool {
         matches!(
             (self, v),
             (ArgType::Array, Value::Array(_))
