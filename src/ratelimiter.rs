@@ -125,6 +125,20 @@ impl RateLimiter {
         true
     }
 
+    /// Whether `allow` would say yes now, without spending anything.
+    pub fn would_allow(&self, now: Instant, ip: IpAddr) -> bool {
+        match self.table.get(&Source::from_ip(ip)) {
+            Some(b) => {
+                let elapsed = now.saturating_duration_since(b.last);
+                let credit = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
+                b.tokens.saturating_add(credit).min(self.token_max) >= self.packet_cost
+            }
+            // A new source is refused only when the table is full even after a sweep,
+            // which `allow` decides.
+            None => true,
+        }
+    }
+
     /// Drops entries idle for more than 1 s. Full sweeps happen at most once
     /// per 100 ms; calls in between return immediately.
     pub fn gc(&mut self, now: Instant) {
@@ -194,6 +208,21 @@ mod tests {
         let later = base + ms(5000);
         let n = (0..100).filter(|_| rl.allow(later, a)).count();
         assert_eq!(n, 5);
+    }
+
+    #[test]
+    fn would_allow_agrees_with_allow_and_spends_nothing() {
+        let mut rl = RateLimiter::new();
+        let t = Instant::now();
+        let a = ip("192.0.2.1");
+        for step in 0..200u64 {
+            let now = t + ms(step * 7);
+            for _ in 0..(step % 4) {
+                let peek = rl.would_allow(now, a);
+                assert_eq!(rl.would_allow(now, a), peek, "a peek spends nothing");
+                assert_eq!(rl.allow(now, a), peek, "step {step}");
+            }
+        }
     }
 
     #[test]

@@ -51,6 +51,14 @@ impl Device {
         if !self.under_load(now) {
             return None;
         }
+        // Under a flood most messages come from sources that have used up both their cookie
+        // replies and their handshakes (or find the handshake budget spent): whatever mac2
+        // says, they are dropped, so its six BLAKE2s compressions are not worth doing.
+        if !self.cookie_limiter.would_allow(now, src.ip())
+            && (!self.limiter.would_allow(now, src.ip()) || !self.handshake_budget_left(now))
+        {
+            return Some(self.count_drop(DropReason::RateLimited));
+        }
         if !self.checker.check_mac2(&buf[..len], src, now) {
             if !self.cookie_limiter.allow(now, src.ip()) {
                 return Some(self.count_drop(DropReason::CookieRequired));
