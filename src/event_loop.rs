@@ -4,7 +4,7 @@
 //! are no queues, locks or wake-ups between threads.
 
 use crate::batch;
-use crate::device::{Device, Verdict};
+use crate::device::{Device, DropReason, Verdict};
 use crate::log;
 use crate::netlink::{LinkEvent, LinkMonitor};
 use crate::offload;
@@ -75,6 +75,9 @@ pub struct Io {
     tun: Tun,
     udp4: UdpSocket,
     udp6: Option<UdpSocket>,
+    /// Handshake sockets (see `udp::UdpPair`): served a bounded batch per turn.
+    hs4: Option<UdpSocket>,
+    hs6: Option<UdpSocket>,
     uapi: UnixListener,
     clients: Vec<Client>,
     next_client_token: u64,
@@ -186,6 +189,8 @@ struct Ready {
     tun: bool,
     udp4: bool,
     udp6: bool,
+    hs4: bool,
+    hs6: bool,
     uapi: bool,
     clients: bool,
     link: bool,
@@ -193,7 +198,14 @@ struct Ready {
 
 impl Ready {
     fn any(&self) -> bool {
-        self.tun || self.udp4 || self.udp6 || self.uapi || self.clients || self.link
+        self.tun
+            || self.udp4
+            || self.udp6
+            || self.hs4
+            || self.hs6
+            || self.uapi
+            || self.clients
+            || self.link
     }
 
     /// A new interface's first turn looks at every source.
@@ -202,6 +214,8 @@ impl Ready {
             tun: true,
             udp4: true,
             udp6: true,
+            hs4: true,
+            hs6: true,
             uapi: true,
             clients: true,
             link: true,
@@ -216,6 +230,8 @@ const UDP4_TOKEN: u64 = 1;
 const UDP6_TOKEN: u64 = 2;
 const UAPI_TOKEN: u64 = 3;
 const LINK_TOKEN: u64 = 4;
+const HS4_TOKEN: u64 = 5;
+const HS6_TOKEN: u64 = 6;
 const CLIENT_TOKEN: u64 = 16;
 const SLOT_SHIFT: u32 = 32;
 const SIGNAL_TOKEN: u64 = 0;
@@ -246,6 +262,12 @@ impl Io {
         if let Some(s) = &udp.v6 {
             reg.add(s.as_fd(), base + UDP6_TOKEN, Interest::Read)?;
         }
+        if let Some(s) = &udp.hs4 {
+            reg.add(s.as_fd(), base + HS4_TOKEN, Interest::Read)?;
+        }
+        if let Some(s) = &udp.hs6 {
+            reg.add(s.as_fd(), base + HS6_TOKEN, Interest::Read)?;
+        }
         Ok(Io {
             reg,
             base,
@@ -256,6 +278,8 @@ impl Io {
             tun,
             udp4: udp.v4,
             udp6: udp.v6,
+            hs4: udp.hs4,
+            hs6: udp.hs6,
             uapi,
             clients: Vec::new(),
             next_client_token: CLIENT_TOKEN,
@@ -275,10 +299,20 @@ impl Io {
             self.reg
                 .add(s.as_fd(), self.base + UDP6_TOKEN, Interest::Read)?;
         }
+        for (s, token) in [(&udp.hs4, HS4_TOKEN), (&udp.hs6, HS6_TOKEN)] {
+            if let Some(s) = s {
+                self.reg.add(s.as_fd(), self.base + token, Interest::Read)?;
+            }
+        }
         let old4 = std::mem::replace(&mut self.udp4, udp.v4);
         self.reg.delete(old4.as_fd());
-        if let Some(old6) = std::mem::replace(&mut self.udp6, udp.v6) {
-            self.reg.delete(old6.as_fd());
+        let old = [
+            std::mem::replace(&mut self.udp6, udp.v6),
+            std::mem::replace(&mut self.hs4, udp.hs4),
+            std::mem::replace(&mut self.hs6, udp.hs6),
+        ];
+        for s in old.iter().flatten() {
+            self.reg.delete(s.as_fd());
         }
         Ok(())
     }
@@ -548,6 +582,7 @@ impl Io {
         dev: &mut Device,
         buf: &mut [u8],
         co: &mut offload::TcpCoalescer,
+        charge: bool,
     ) -> bool {
         let vnet = self.tun.vnet_hdr_len() != 0;
         let sock = if v6 {
@@ -583,7 +618,7 @@ impl Io {
                 )
                 .then(Instant::now);
                 let verdict = dev.decapsulate(now, from, chunk, len);
-                if let Some(t0) = t0 {
+                if let Some(t0) = t0.filter(|_| charge) {
                     dev.charge_handshake(t0.elapsed());
                 }
                 match verdict {
@@ -606,6 +641,57 @@ impl Io {
             self.flush_group(co, buf);
         }
         true
+    }
+
+    /// One `recvmmsg` from a handshake socket (at most SMALL_BATCH datagrams, whatever is
+    /// queued: under a flood the rest waits for the next turn, after the tunnel's packets, or
+    /// is dropped by the kernel when the queue is full); true if more may be waiting.
+    fn drain_hs(
+        &self,
+        v6: bool,
+        dev: &mut Device,
+        small: &mut batch::SmallBatch,
+        charge: bool,
+    ) -> bool {
+        let Some(sock) = (if v6 { &self.hs6 } else { &self.hs4 }) else {
+            return false;
+        };
+        let n = match batch::recv_small(sock, small) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
+            Err(e) => {
+                log::verbose(format_args!("UDP receive failed: {e}"));
+                return false;
+            }
+        };
+        let now = Instant::now();
+        for i in 0..n {
+            let Some((slot, len, from, truncated)) = small.get(i) else {
+                continue;
+            };
+            if truncated {
+                dev.count_drop(DropReason::TooBig);
+                continue;
+            }
+            let from = udp::canonical(from);
+            let t0 = matches!(
+                wire::classify(&slot[..len]),
+                Some(wire::Kind::Initiation | wire::Kind::Response)
+            )
+            .then(Instant::now);
+            let verdict = dev.decapsulate(now, from, slot, len);
+            if let Some(t0) = t0.filter(|_| charge) {
+                dev.charge_handshake(t0.elapsed());
+            }
+            match verdict {
+                Verdict::SendUdp { to, len } => self.send_udp(to, &slot[..len]),
+                // Data is steered to the other socket; should one come here anyway, it is
+                // still delivered.
+                Verdict::WriteTun { start, len } => self.write_tun(slot, start, len),
+                Verdict::Done | Verdict::Drop(_) => {}
+            }
+        }
+        n == batch::SMALL_BATCH
     }
 
     /// Accepts at most [`MAX_ACCEPTS_PER_TURN`] connections; true if more may be waiting.
@@ -796,7 +882,7 @@ impl Io {
         let mark = req.fwmark.unwrap_or(dev.fwmark);
         let mut rebound = false;
         if let Some(port) = req.listen_port.filter(|&p| p != dev.listen_port) {
-            match udp::bind(port, mark) {
+            match udp::bind(port, mark, dev.index_tag()) {
                 Ok(pair) => {
                     req.listen_port = Some(pair.port);
                     if let Err(e) = self.set_udp(pair) {
@@ -813,7 +899,8 @@ impl Io {
         }
         let applied = dev.apply(&req, now);
         if applied.fwmark_changed && !rebound {
-            for s in std::iter::once(&self.udp4).chain(self.udp6.as_ref()) {
+            let socks = [&self.udp6, &self.hs4, &self.hs6];
+            for s in std::iter::once(&self.udp4).chain(socks.into_iter().flatten()) {
                 if let Err(e) = udp::set_mark(s, dev.fwmark) {
                     log::error(format_args!("cannot set fwmark: {e}"));
                 }
@@ -894,7 +981,21 @@ pub struct Daemon {
     buf: Vec<u8>,
     tx: TxBatch,
     co: offload::TcpCoalescer,
+    small: batch::SmallBatch,
+    /// When a tunnel last had data to move (see `Slot::turn`).
+    data_seen: Option<Instant>,
 }
+
+/// The daemon's shared packet buffers, lent to one interface's turn.
+type Buffers<'a> = (
+    &'a mut Vec<u8>,
+    &'a mut TxBatch,
+    &'a mut offload::TcpCoalescer,
+    &'a mut batch::SmallBatch,
+);
+
+/// How long after tunnel data handshakes stay charged to their budget.
+const DATA_RECENT: Duration = Duration::from_millis(100);
 
 impl Daemon {
     pub fn new(signals: SignalFd) -> io::Result<Daemon> {
@@ -907,6 +1008,8 @@ impl Daemon {
             buf: vec![0u8; BUF_LEN],
             tx: TxBatch::new(1280, false),
             co: offload::TcpCoalescer::default(),
+            small: batch::SmallBatch::default(),
+            data_seen: None,
         })
     }
 
@@ -1043,6 +1146,8 @@ impl Daemon {
                     TUN_TOKEN => r.tun = true,
                     UDP4_TOKEN => r.udp4 = true,
                     UDP6_TOKEN => r.udp6 = true,
+                    HS4_TOKEN => r.hs4 = true,
+                    HS6_TOKEN => r.hs6 = true,
                     UAPI_TOKEN => r.uapi = true,
                     LINK_TOKEN => r.link = true,
                     _ => r.clients = true,
@@ -1059,7 +1164,8 @@ impl Daemon {
                 let Some(s) = self.slots[i].as_mut() else {
                     continue;
                 };
-                if let Err(e) = s.turn(&mut self.buf, &mut self.tx, &mut self.co) {
+                let bufs = (&mut self.buf, &mut self.tx, &mut self.co, &mut self.small);
+                if let Err(e) = s.turn(bufs, &mut self.data_seen) {
                     let Some(s) = self.slots[i].take() else {
                         continue;
                     };
@@ -1088,11 +1194,18 @@ impl Slot {
     /// the protocol timers. An error means the interface is gone.
     fn turn(
         &mut self,
-        buf: &mut [u8],
-        tx: &mut TxBatch,
-        co: &mut offload::TcpCoalescer,
+        (buf, tx, co, small): Buffers,
+        data_seen: &mut Option<Instant>,
     ) -> Result<(), io::Error> {
         let ready = std::mem::take(&mut self.io.ready);
+        // Handshake work is charged to its budget only while some tunnel carries data (the
+        // data sockets only get our sessions' messages): with nothing to protect, a storm
+        // of real handshakes may take the whole CPU.
+        let start = Instant::now();
+        if ready.tun || ready.udp4 || ready.udp6 {
+            *data_seen = Some(start);
+        }
+        let charge = data_seen.is_some_and(|t| start.saturating_duration_since(t) < DATA_RECENT);
         let (io, dev) = (&mut self.io, &mut self.dev);
         let again = &mut self.again;
         if ready.link {
@@ -1107,10 +1220,16 @@ impl Slot {
             again.tun = io.drain_tun(dev, tx)?;
         }
         if ready.udp4 {
-            again.udp4 = io.drain_udp(false, dev, buf, co);
+            again.udp4 = io.drain_udp(false, dev, buf, co, charge);
         }
         if ready.udp6 {
-            again.udp6 = io.drain_udp(true, dev, buf, co);
+            again.udp6 = io.drain_udp(true, dev, buf, co, charge);
+        }
+        if ready.hs4 {
+            again.hs4 = io.drain_hs(false, dev, small, charge);
+        }
+        if ready.hs6 {
+            again.hs6 = io.drain_hs(true, dev, small, charge);
         }
         io.flush_outputs(dev, buf);
         if ready.uapi {

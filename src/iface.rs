@@ -43,10 +43,11 @@ pub fn open_uapi(ifname: &str) -> io::Result<UnixListener> {
 pub fn open(ifname: &str, mtu: u32) -> Result<(Tun, UdpPair, UnixListener, Device), String> {
     let tun = Tun::create(ifname, mtu).map_err(|e| format!("cannot create TUN {ifname}: {e}"))?;
     let mtu = tun.mtu().unwrap_or(mtu);
-    let udp = udp::bind(0, 0).map_err(|e| format!("cannot open UDP sockets: {e}"))?;
-    let uapi = open_uapi(ifname).map_err(|e| format!("cannot open UAPI socket: {e}"))?;
     let rng = Rng::from_os().map_err(|e| format!("no randomness: {e}"))?;
     let mut dev = Device::new(Instant::now(), SystemTime::now(), rng);
+    let udp =
+        udp::bind(0, 0, dev.index_tag()).map_err(|e| format!("cannot open UDP sockets: {e}"))?;
+    let uapi = open_uapi(ifname).map_err(|e| format!("cannot open UAPI socket: {e}"))?;
     dev.listen_port = udp.port;
     dev.mtu = mtu as usize;
     Ok((tun, udp, uapi, dev))
