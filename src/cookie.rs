@@ -91,6 +91,11 @@ impl CookieChecker {
             .is_some_and(|b| now.saturating_duration_since(b) < COOKIE_SECRET_MAX_AGE)
     }
 
+    /// Whether the message carries a mac2 at all (a sender without a cookie sends zeros).
+    pub fn has_mac2(&self, msg: &[u8]) -> bool {
+        mac_offsets(msg.len()).is_some_and(|(_, m2)| msg[m2..m2 + 16] != [0; 16])
+    }
+
     pub fn check_mac2(&self, msg: &[u8], src: SocketAddr, now: Instant) -> bool {
         let Some((_, m2)) = mac_offsets(msg.len()) else {
             return false;

@@ -51,12 +51,12 @@ impl Device {
         if !self.under_load(now) {
             return None;
         }
-        // Under a flood most messages come from sources that have used up both their cookie
-        // replies and their handshakes (or find the handshake budget spent): whatever mac2
-        // says, they are dropped, so its six BLAKE2s compressions are not worth doing.
-        if !self.cookie_limiter.would_allow(now, src.ip())
-            && (!self.limiter.would_allow(now, src.ip()) || !self.handshake_budget_left(now))
-        {
+        // Under a flood most messages come from sources that have used up their handshakes,
+        // or find the handshake budget spent. Such a message with a mac2 is dropped whether
+        // the mac2 is valid or not, so its six BLAKE2s compressions are not worth doing; one
+        // without a mac2 may still earn a cookie reply below.
+        let doomed = !self.limiter.would_allow(now, src.ip()) || !self.handshake_budget_left(now);
+        if doomed && self.checker.has_mac2(&buf[..len]) {
             return Some(self.count_drop(DropReason::RateLimited));
         }
         if !self.checker.check_mac2(&buf[..len], src, now) {

@@ -679,6 +679,18 @@ fn handshakes_are_rate_limited_per_source_under_load() {
         Verdict::Drop(DropReason::RateLimited)
     );
     assert_eq!(limited(&net), 1);
+    // Out of handshakes, C gets no work done for a message with a mac2, valid or forged: it
+    // is dropped before mac2 is computed. Without a mac2 it may still earn a cookie reply.
+    let mut forged = init_c2.clone();
+    forged[140] ^= 1;
+    assert_eq!(
+        net.inject(B, addr_c, &forged),
+        Verdict::Drop(DropReason::RateLimited)
+    );
+    let mut bare = init_c2.clone();
+    bare[132..148].fill(0);
+    assert_eq!(send_udp_len(net.inject(B, addr_c, &bare)), 64);
+    assert_eq!(limited(&net), 2);
     // Another source is unaffected: A's initiation is answered at the same instant.
     assert_eq!(send_udp_len(net.inject(B, addr_a, &init_a2)), 92);
     // C's copies from A's address lack a valid mac2 there: cookie, not a handshake.
@@ -694,7 +706,7 @@ fn handshakes_are_rate_limited_per_source_under_load() {
         net.inject(B, addr_c, &init_c2),
         Verdict::Drop(DropReason::RateLimited)
     );
-    assert_eq!(limited(&net), 2);
+    assert_eq!(limited(&net), 3);
     net.take_wire();
 }
 
