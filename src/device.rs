@@ -159,11 +159,54 @@ const COOKIE_LIMITER_CAPACITY: usize = 8192;
 /// kept 42% of the unloaded throughput on one CPU, 10% kept 52%; legitimate handshakes
 /// still get ~2,000 X25519 a second.
 const HANDSHAKE_SHARE_PERCENT: u32 = 10;
+/// A second, smaller share for sources that sent no handshake message in the last second
+/// (a real peer retries every 5 s; a flooding source never goes quiet): with the main budget
+/// spent by a flood from 256 sources holding cookies, a new peer's initiation found it empty
+/// and its handshake waited until the flood or the tunnel's traffic stopped (bench/flood,
+/// `cookies` phase, check peer). An attacker needs an address per initiation a second to
+/// take this share from real peers.
+const QUIET_SHARE_PERCENT: u32 = 5;
 /// Most unspent budget kept: a burst of this much handshake work right after a quiet spell.
 /// The same bound applies to debt, so one handshake that took very long (the thread was
 /// preempted in the middle of it) does not lock handshakes out for long.
 const HANDSHAKE_BUDGET_MAX: Duration = Duration::from_millis(20);
 const HANDSHAKE_BUDGET_MAX_NS: i64 = HANDSHAKE_BUDGET_MAX.as_nanos() as i64;
+
+/// A share of the time, earned as time passes and spent by what the I/O shell reports.
+/// Signed: work that costs more than was left leaves a debt to earn back first (with the
+/// balance clamped at zero, every message arriving a microsecond after the last found a
+/// microsecond of budget, and X25519 took half the CPU under a mac2-valid flood). Credit
+/// and debt are both bounded by HANDSHAKE_BUDGET_MAX.
+struct TimeBudget {
+    last: Instant,
+    balance_ns: i64,
+    percent: u32,
+}
+
+impl TimeBudget {
+    fn new(now: Instant, percent: u32) -> Self {
+        TimeBudget {
+            last: now,
+            balance_ns: HANDSHAKE_BUDGET_MAX_NS,
+            percent,
+        }
+    }
+
+    /// Refills for the time since the last call; whether anything is left.
+    fn left(&mut self, now: Instant) -> bool {
+        let earned =
+            now.saturating_duration_since(self.last).as_nanos() * u128::from(self.percent) / 100;
+        let earned = earned.min(2 * HANDSHAKE_BUDGET_MAX_NS as u128) as i64;
+        self.balance_ns = (self.balance_ns + earned).min(HANDSHAKE_BUDGET_MAX_NS);
+        self.last = now.max(self.last);
+        self.balance_ns > 0
+    }
+
+    fn charge(&mut self, spent: Duration) {
+        let spent = spent.as_nanos().min(2 * HANDSHAKE_BUDGET_MAX_NS as u128) as i64;
+        self.balance_ns = (self.balance_ns - spent).max(-HANDSHAKE_BUDGET_MAX_NS);
+    }
+}
 
 pub struct Device {
     pub(crate) identity: Option<Identity>,
@@ -189,12 +232,11 @@ pub struct Device {
     pub under_load_rate: u32,
     pub(crate) load_window: (Instant, u32),
     pub(crate) under_load_until: Option<Instant>,
-    /// Handshake time budget under load: (last refill, balance in ns); see
-    /// HANDSHAKE_SHARE_PERCENT. Signed: a handshake that costs more than was left leaves a
-    /// debt that must be earned back first (with the balance clamped at zero, every message
-    /// arriving a microsecond after the last found a microsecond of budget, and X25519 took
-    /// half the CPU under a mac2-valid flood instead of a quarter).
-    handshake_budget: (Instant, i64),
+    /// Handshake time budget under load; see HANDSHAKE_SHARE_PERCENT.
+    handshake_budget: TimeBudget,
+    /// The quiet sources' budget, and whether the message in hand was admitted by it.
+    quiet_budget: TimeBudget,
+    charge_quiet: bool,
     drops: [u64; DropReason::ALL.len()],
     wall_base: (Instant, SystemTime),
     index_tag: u16,
@@ -236,7 +278,9 @@ impl Device {
             under_load_rate: DEFAULT_UNDER_LOAD_RATE,
             load_window: (now, 0),
             under_load_until: None,
-            handshake_budget: (now, HANDSHAKE_BUDGET_MAX_NS),
+            handshake_budget: TimeBudget::new(now, HANDSHAKE_SHARE_PERCENT),
+            quiet_budget: TimeBudget::new(now, QUIET_SHARE_PERCENT),
+            charge_quiet: false,
             drops: [0; DropReason::ALL.len()],
             wall_base: (now, wall_now),
         }
@@ -624,23 +668,27 @@ impl Device {
         self.under_load_until.is_some_and(|u| now < u)
     }
 
-    /// Under load: whether the handshake time budget has anything left (refilled here).
-    pub(crate) fn handshake_budget_left(&mut self, now: Instant) -> bool {
-        let (last, balance) = self.handshake_budget;
-        let earned = now.saturating_duration_since(last).as_nanos()
-            * u128::from(HANDSHAKE_SHARE_PERCENT)
-            / 100;
-        let earned = earned.min(2 * HANDSHAKE_BUDGET_MAX_NS as u128) as i64;
-        let balance = (balance + earned).min(HANDSHAKE_BUDGET_MAX_NS);
-        self.handshake_budget = (now.max(last), balance);
-        balance > 0
+    /// Under load: whether a handshake message may have its Noise work done, by the main
+    /// budget or, for a source that sent no handshake message for a second (`quiet`, see
+    /// QUIET_SHARE_PERCENT), by the quiet sources' budget, which is then charged for it.
+    pub(crate) fn budget_admits(&mut self, now: Instant, quiet: bool) -> bool {
+        self.charge_quiet = false;
+        if self.handshake_budget.left(now) {
+            return true;
+        }
+        self.charge_quiet = quiet && self.quiet_budget.left(now);
+        self.charge_quiet
     }
 
     /// The I/O shell reports the time a handshake message (initiation or response) took to
-    /// handle; under load it is spent from the budget (the core reads no clock itself).
+    /// handle; under load it is spent from the budget that admitted it (the core reads no
+    /// clock itself).
     pub fn charge_handshake(&mut self, spent: Duration) {
-        let spent = spent.as_nanos().min(2 * HANDSHAKE_BUDGET_MAX_NS as u128) as i64;
-        self.handshake_budget.1 = (self.handshake_budget.1 - spent).max(-HANDSHAKE_BUDGET_MAX_NS);
+        if std::mem::take(&mut self.charge_quiet) {
+            self.quiet_budget.charge(spent);
+        } else {
+            self.handshake_budget.charge(spent);
+        }
     }
 
     /// The peer whose allowed IPs contain this address (raw 4 or 16 bytes).
@@ -662,7 +710,7 @@ mod tests {
         let cost = Duration::from_micros(50);
         let (mut now, mut admitted, mut spent) = (t0, 0u32, Duration::ZERO);
         while now < t0 + Duration::from_secs(1) {
-            if dev.handshake_budget_left(now) {
+            if dev.budget_admits(now, false) {
                 dev.charge_handshake(cost);
                 admitted += 1;
                 spent += cost;
@@ -681,15 +729,51 @@ mod tests {
         );
     }
 
+    /// A flood keeps the main budget spent; messages from quiet sources still get their
+    /// own, smaller share, and spending it leaves the main budget alone.
+    #[test]
+    fn quiet_sources_have_their_own_share() {
+        let t0 = Instant::now();
+        let mut dev = Device::new(t0, SystemTime::now(), Rng::from_seed([1; 32]));
+        let cost = Duration::from_micros(50);
+        let (mut now, mut flood, mut quiet) = (t0, Duration::ZERO, Duration::ZERO);
+        let mut turn = 0u32;
+        while now < t0 + Duration::from_secs(2) {
+            turn += 1;
+            // Every 4th message comes from a quiet source, the rest from the flood.
+            let from_quiet = turn % 4 == 0;
+            if dev.budget_admits(now, from_quiet) {
+                let by_quiet = dev.charge_quiet;
+                dev.charge_handshake(cost);
+                now += cost;
+                if by_quiet {
+                    quiet += cost;
+                } else {
+                    flood += cost;
+                }
+            } else {
+                now += Duration::from_micros(2);
+            }
+        }
+        let secs = (now - t0).as_secs_f64();
+        let (main, q) = (
+            f64::from(HANDSHAKE_SHARE_PERCENT) / 100.0,
+            f64::from(QUIET_SHARE_PERCENT) / 100.0,
+        );
+        let (f, qs) = (flood.as_secs_f64() / secs, quiet.as_secs_f64() / secs);
+        assert!((main - 0.01..main + 0.03).contains(&f), "main share {f}");
+        assert!((q - 0.01..q + 0.03).contains(&qs), "quiet share {qs}");
+    }
+
     #[test]
     fn one_huge_charge_locks_out_only_briefly() {
         let t0 = Instant::now();
         let mut dev = Device::new(t0, SystemTime::now(), Rng::from_seed([1; 32]));
-        assert!(dev.handshake_budget_left(t0));
+        assert!(dev.budget_admits(t0, false));
         dev.charge_handshake(Duration::from_secs(5));
         // The debt is at most HANDSHAKE_BUDGET_MAX: earned back at the share's rate.
         let back = HANDSHAKE_BUDGET_MAX * 100 / HANDSHAKE_SHARE_PERCENT;
-        assert!(!dev.handshake_budget_left(t0 + back * 9 / 10));
-        assert!(dev.handshake_budget_left(t0 + back * 11 / 10));
+        assert!(!dev.budget_admits(t0 + back * 9 / 10, false));
+        assert!(dev.budget_admits(t0 + back * 11 / 10, false));
     }
 }

@@ -139,6 +139,13 @@ impl RateLimiter {
         }
     }
 
+    /// Whether `ip` sent nothing that was counted here for a second (or never).
+    pub fn is_quiet(&self, now: Instant, ip: IpAddr) -> bool {
+        self.table
+            .get(&Source::from_ip(ip))
+            .is_none_or(|b| now.saturating_duration_since(b.last) >= IDLE_TIMEOUT)
+    }
+
     /// Drops entries idle for more than 1 s. Full sweeps happen at most once
     /// per 100 ms; calls in between return immediately.
     pub fn gc(&mut self, now: Instant) {
@@ -223,6 +230,22 @@ mod tests {
                 assert_eq!(rl.allow(now, a), peek, "step {step}");
             }
         }
+    }
+
+    #[test]
+    fn a_source_is_quiet_after_a_second_without_messages() {
+        let mut rl = RateLimiter::new();
+        let t = Instant::now();
+        let (a, b) = (ip("192.0.2.1"), ip("192.0.2.2"));
+        assert!(rl.is_quiet(t, a), "never seen");
+        rl.allow(t, a);
+        assert!(!rl.is_quiet(t + ms(999), a));
+        assert!(rl.is_quiet(t + ms(999), b));
+        assert!(rl.is_quiet(t + ms(1000), a));
+        assert!(
+            !rl.would_allow(t, b) || rl.is_quiet(t, b),
+            "peeks change nothing"
+        );
     }
 
     #[test]

@@ -55,7 +55,8 @@ impl Device {
         // or find the handshake budget spent. Such a message with a mac2 is dropped whether
         // the mac2 is valid or not, so its six BLAKE2s compressions are not worth doing; one
         // without a mac2 may still earn a cookie reply below.
-        let doomed = !self.limiter.would_allow(now, src.ip()) || !self.handshake_budget_left(now);
+        let quiet = self.limiter.is_quiet(now, src.ip());
+        let doomed = !self.limiter.would_allow(now, src.ip()) || !self.budget_admits(now, quiet);
         if doomed && self.checker.has_mac2(&buf[..len]) {
             return Some(self.count_drop(DropReason::RateLimited));
         }
@@ -77,7 +78,7 @@ impl Device {
                 len: reply.len(),
             });
         }
-        if !self.limiter.allow(now, src.ip()) || !self.handshake_budget_left(now) {
+        if !self.limiter.allow(now, src.ip()) || !self.budget_admits(now, quiet) {
             return Some(self.count_drop(DropReason::RateLimited));
         }
         None

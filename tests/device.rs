@@ -741,6 +741,16 @@ fn handshake_work_under_load_is_bounded_by_a_time_budget() {
     net.advance(ms(250));
     flood(&mut net, &init_c);
     assert!(past_limits(net.inject(B, addr_c, &init_c2)));
+    // A source quiet for a second has its own, smaller share: with the main budget spent
+    // again, C's next initiation is still worked on; the one right after it is not.
+    net.advance(Duration::from_secs(1));
+    flood(&mut net, &init_c);
+    net.nodes[B].dev.charge_handshake(Duration::from_secs(1));
+    assert!(past_limits(net.inject(B, addr_c, &init_c2)));
+    assert_eq!(
+        net.inject(B, addr_c, &init_c2),
+        Verdict::Drop(DropReason::RateLimited)
+    );
     net.take_wire();
 }
 
