@@ -6,7 +6,7 @@ use crate::device::Device;
 use crate::tun::Tun;
 use crate::udp::{self, UdpPair};
 use std::io;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
 use std::time::{Instant, SystemTime};
@@ -22,8 +22,11 @@ pub fn socket_path(ifname: &str) -> PathBuf {
 pub fn open_uapi(ifname: &str) -> io::Result<UnixListener> {
     let dir = PathBuf::from(SOCKET_DIR);
     if !dir.exists() {
-        std::fs::create_dir_all(&dir)?;
-        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))?;
+        // Born 0700 (not created, then narrowed).
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir)?;
     }
     let path = socket_path(ifname);
     if UnixStream::connect(&path).is_ok() {
@@ -32,10 +35,23 @@ pub fn open_uapi(ifname: &str) -> io::Result<UnixListener> {
             format!("{} is served by another process", path.display()),
         ));
     }
-    let _ = std::fs::remove_file(&path); // stale socket of a dead daemon
-    let listener = UnixListener::bind(&path)?;
+    // A stale socket of a dead daemon.
+    let _ = std::fs::remove_file(&path);
+    // Born 0600: under a umask that masks the rest, so there is no moment in which the
+    // socket exists with the default mode (the daemon has one thread: nothing else creates
+    // files meanwhile).
+    let old = set_umask(0o177);
+    let bound = UnixListener::bind(&path);
+    set_umask(old);
+    let listener = bound?;
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
     Ok(listener)
+}
+
+#[allow(unsafe_code)] // umask(2) has no std wrapper
+fn set_umask(mask: libc::mode_t) -> libc::mode_t {
+    // SAFETY: umask only swaps the process's file-creation mask; it cannot fail.
+    unsafe { libc::umask(mask) }
 }
 
 /// Creates the TUN `ifname` (left down, MTU `mtu` unless it already had one), binds UDP on

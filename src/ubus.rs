@@ -303,6 +303,8 @@ impl UbusConn {
         if 4 + body.len() > MAX_MESSAGE {
             return Err(UbusError::TooLarge);
         }
+        // Queued replies may hold a key (genkey): growing the buffer must not leave a copy.
+        crate::uapi::reserve_wiping(&mut self.tx, HEADER + 4 + body.len());
         self.tx.extend_from_slice(&[0, ty]);
         self.tx.extend_from_slice(&seq.to_be_bytes());
         self.tx.extend_from_slice(&peer.to_be_bytes());
@@ -314,6 +316,8 @@ impl UbusConn {
 
     /// Feeds bytes read from the socket. An error means the stream is unusable: reconnect.
     pub fn on_bytes(&mut self, data: &[u8]) -> Result<(), UbusError> {
+        // Calls may carry a key (pubkey's private_key): no copy left behind by growth.
+        crate::uapi::reserve_wiping(&mut self.rx, data.len());
         self.rx.extend_from_slice(data);
         let mut at = 0;
         let result = loop {
@@ -491,7 +495,9 @@ impl UbusConn {
         let mut result = Ok(());
         let mut status = status as u32;
         if let Some(data) = data {
-            let mut b = Vec::new();
+            // Sized so a reply with a key (genkey: ~150 bytes) never reallocates, and wiped
+            // once queued.
+            let mut b = zeroize::Zeroizing::new(Vec::with_capacity(1024));
             blobmsg::put_blob_u32(&mut b, ATTR_OBJID, id);
             let at = blobmsg::begin(&mut b);
             blobmsg::encode_table(&mut b, data);
