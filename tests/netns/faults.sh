@@ -23,19 +23,8 @@ here=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$here/lib.sh"
 
-UCI=${SOLOWG_UCI_BIN:-uci}
-UBUSD=${SOLOWG_UBUSD:-ubusd}
-UBUS=${SOLOWG_UBUS_CLIENT:-ubus-client}
-
-nt_setup
-nt_require_tools iperf3 jq busybox python3 unshare "$UCI" "$UBUSD" "$UBUS"
-nt_require_impl solowg
-nt_make_netns || nt_die "could not build the namespaces"
-SOLOWG=$(nt_impl_bin solowg)
-JSHN_DIR=$(dirname "$(command -v "$UCI")")
-[[ -x $JSHN_DIR/jshn ]] || nt_die "jshn not built next to $UCI (tests/uci/build-uci.sh needs libjson-c-dev)"
-mkdir -p "$NT_TMP/bin" "$NT_TMP/surface"
-ln -sf "$(command -v "$UBUS")" "$NT_TMP/bin/ubus"
+nt_openwrt_setup python3 unshare
+mkdir -p "$NT_TMP/surface"
 SURF=$NT_TMP/surface # every output that must not hold a secret
 
 # Namespace C hangs off A by its own veth.

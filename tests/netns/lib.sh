@@ -350,6 +350,25 @@ nt_linkdel_daemon() {
 }
 
 # nt_genkey NAME: NAME.key / NAME.pub in the temp dir.
+# nt_openwrt_setup [TOOL...]: the start of an OpenWrt-mode test (openwrt.sh, faults.sh):
+# namespaces, the real uci, ubusd and ubus CLI (SOLOWG_UCI_BIN, SOLOWG_UBUSD,
+# SOLOWG_UBUS_CLIENT), jshn built next to uci, the ubus CLI as `ubus` in $NT_TMP/bin, and
+# the extra TOOLs the caller needs. Sets UCI, UBUSD, UBUS, SOLOWG and JSHN_DIR.
+nt_openwrt_setup() {
+	UCI=${SOLOWG_UCI_BIN:-uci}
+	UBUSD=${SOLOWG_UBUSD:-ubusd}
+	UBUS=${SOLOWG_UBUS_CLIENT:-ubus-client}
+	nt_setup
+	nt_require_tools iperf3 jq busybox "$@" "$UCI" "$UBUSD" "$UBUS"
+	nt_require_impl solowg
+	nt_make_netns || nt_die "could not build the namespaces"
+	SOLOWG=$(nt_impl_bin solowg)
+	JSHN_DIR=$(dirname "$(command -v "$UCI")")
+	[[ -x $JSHN_DIR/jshn ]] || nt_die "jshn not built next to $UCI (tests/uci/build-uci.sh needs libjson-c-dev)"
+	mkdir -p "$NT_TMP/bin"
+	ln -sf "$(command -v "$UBUS")" "$NT_TMP/bin/ubus"
+}
+
 nt_genkey() {
 	(
 		umask 077

@@ -19,19 +19,7 @@ here=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$here/lib.sh"
 
-UCI=${SOLOWG_UCI_BIN:-uci}
-UBUSD=${SOLOWG_UBUSD:-ubusd}
-UBUS=${SOLOWG_UBUS_CLIENT:-ubus-client}
-
-nt_setup
-nt_require_tools iperf3 jq busybox dnsmasq nft "$UCI" "$UBUSD" "$UBUS"
-nt_require_impl solowg
-nt_make_netns || nt_die "could not build the namespaces"
-SOLOWG=$(nt_impl_bin solowg)
-JSHN_DIR=$(dirname "$(command -v "$UCI")")
-[[ -x $JSHN_DIR/jshn ]] || nt_die "jshn not built next to $UCI (tests/uci/build-uci.sh needs libjson-c-dev)"
-mkdir -p "$NT_TMP/bin"
-ln -sf "$(command -v "$UBUS")" "$NT_TMP/bin/ubus"
+nt_openwrt_setup dnsmasq nft
 
 declare -A NS=([a]=$NT_NS_A [b]=$NT_NS_B) IFN=([a]=$NT_IF_A [b]=$NT_IF_B)
 declare -A PORT=([a]=$NT_PORT_A [b]=$NT_PORT_B) IN4=([a]=$NT_IN4_A [b]=$NT_IN4_B)
