@@ -36,6 +36,30 @@ const MAX_ACCEPTS_PER_TURN: usize = 4;
 /// Stop answering a client whose unread replies reach this size until it reads them.
 const OUTBUF_HIGH: usize = 1 << 20;
 
+/// `dev.decapsulate`; with `charge` (see `Slot::turn`), the time a handshake message took is
+/// charged to the device's handshake budget.
+fn decapsulate_timed(
+    dev: &mut Device,
+    now: Instant,
+    from: SocketAddr,
+    buf: &mut [u8],
+    len: usize,
+    charge: bool,
+) -> Verdict {
+    let handshake = |m: &[u8]| {
+        matches!(
+            wire::classify(m),
+            Some(wire::Kind::Initiation | wire::Kind::Response)
+        )
+    };
+    let t0 = (charge && buf.get(..len).is_some_and(handshake)).then(Instant::now);
+    let verdict = dev.decapsulate(now, from, buf, len);
+    if let Some(t0) = t0 {
+        dev.charge_handshake(t0.elapsed());
+    }
+    verdict
+}
+
 /// `v.extend_from_slice(data)`, but a reallocation wipes the old allocation first: a growing
 /// UAPI request may hold a private key, and `Vec` growth frees the old copy as it is.
 fn extend_wiping(v: &mut Vec<u8>, data: &[u8]) {
@@ -611,16 +635,7 @@ impl Io {
                 let end = (off + seg).min(n);
                 let chunk = &mut buf[off..end];
                 let len = chunk.len();
-                // Handshake messages are timed for the device's under-load budget.
-                let t0 = matches!(
-                    wire::classify(chunk),
-                    Some(wire::Kind::Initiation | wire::Kind::Response)
-                )
-                .then(Instant::now);
-                let verdict = dev.decapsulate(now, from, chunk, len);
-                if let Some(t0) = t0.filter(|_| charge) {
-                    dev.charge_handshake(t0.elapsed());
-                }
+                let verdict = decapsulate_timed(dev, now, from, chunk, len, charge);
                 match verdict {
                     Verdict::WriteTun { start, len } if vnet => {
                         let start = off + start;
@@ -674,15 +689,7 @@ impl Io {
                 continue;
             }
             let from = udp::canonical(from);
-            let t0 = matches!(
-                wire::classify(&slot[..len]),
-                Some(wire::Kind::Initiation | wire::Kind::Response)
-            )
-            .then(Instant::now);
-            let verdict = dev.decapsulate(now, from, slot, len);
-            if let Some(t0) = t0.filter(|_| charge) {
-                dev.charge_handshake(t0.elapsed());
-            }
+            let verdict = decapsulate_timed(dev, now, from, slot, len, charge);
             match verdict {
                 Verdict::SendUdp { to, len } => self.send_udp(to, &slot[..len]),
                 // Data is steered to the other socket; should one come here anyway, it is
