@@ -224,6 +224,16 @@ struct Header {
     peer: u32,
 }
 
+/// Appends one message: header (version 0, type, sequence, peer) and the outer blob
+/// attribute holding `body`. Also what tests and the fuzz target build their input with.
+pub fn put_frame(out: &mut Vec<u8>, ty: u8, seq: u16, peer: u32, body: &[u8]) {
+    out.extend_from_slice(&[0, ty]);
+    out.extend_from_slice(&seq.to_be_bytes());
+    out.extend_from_slice(&peer.to_be_bytes());
+    out.extend_from_slice(&((4 + body.len()) as u32).to_be_bytes());
+    out.extend_from_slice(body);
+}
+
 /// Drops the first `n` bytes of `v`, leaving zeros (not stale copies) everywhere else in its
 /// allocation.
 fn wipe_front(v: &mut Vec<u8>, n: usize) {
@@ -305,12 +315,7 @@ impl UbusConn {
         }
         // Queued replies may hold a key (genkey): growing the buffer must not leave a copy.
         crate::uapi::reserve_wiping(&mut self.tx, HEADER + 4 + body.len());
-        self.tx.extend_from_slice(&[0, ty]);
-        self.tx.extend_from_slice(&seq.to_be_bytes());
-        self.tx.extend_from_slice(&peer.to_be_bytes());
-        self.tx
-            .extend_from_slice(&((4 + body.len()) as u32).to_be_bytes());
-        self.tx.extend_from_slice(body);
+        put_frame(&mut self.tx, ty, seq, peer, body);
         Ok(())
     }
 
@@ -776,11 +781,8 @@ mod tests {
     }
 
     fn frame(ty: u8, seq: u16, peer: u32, body: &[u8]) -> Vec<u8> {
-        let mut f = vec![0, ty];
-        f.extend_from_slice(&seq.to_be_bytes());
-        f.extend_from_slice(&peer.to_be_bytes());
-        f.extend_from_slice(&((4 + body.len()) as u32).to_be_bytes());
-        f.extend_from_slice(body);
+        let mut f = Vec::new();
+        put_frame(&mut f, ty, seq, peer, body);
         f
     }
 

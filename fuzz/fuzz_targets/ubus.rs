@@ -13,7 +13,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use solowg::blobmsg::{self, Value};
-use solowg::ubus::{ArgType, Event, Method, ObjectSpec, Status, UbusConn, UbusError};
+use solowg::ubus::{self, ArgType, Event, Method, ObjectSpec, Status, UbusConn, UbusError};
 
 const OBJ: u32 = 0x0102_0304;
 const MSG_HELLO: u8 = 0;
@@ -46,11 +46,8 @@ fn blob_u32(out: &mut Vec<u8>, id: u8, v: u32) {
 }
 
 fn frame(ty: u8, seq: u16, peer: u32, body: &[u8]) -> Vec<u8> {
-    let mut f = vec![0, ty];
-    f.extend_from_slice(&seq.to_be_bytes());
-    f.extend_from_slice(&peer.to_be_bytes());
-    f.extend_from_slice(&((4 + body.len()) as u32).to_be_bytes());
-    f.extend_from_slice(body);
+    let mut f = Vec::new();
+    ubus::put_frame(&mut f, ty, seq, peer, body);
     f
 }
 
