@@ -3,11 +3,11 @@
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
-    println!("cargo:rerun-if-changed=src/asm/poly1305-mips.S");
+    println!("cargo:rerun-if-changed=src/crypto/asm/poly1305-mips.S");
     // build.rs runs on the host: the target comes from Cargo's environment, not cfg!().
     if std::env::var("CARGO_CFG_TARGET_ARCH").as_deref() == Ok("mips") {
         cc::Build::new()
-            .file("src/asm/poly1305-mips.S")
+            .file("src/crypto/asm/poly1305-mips.S")
             .compile("solowg_poly1305_mips");
     }
 }

@@ -1,39 +1,19 @@
 //! solowg: a WireGuard implementation in which one thread does all the work.
 //!
-//! The protocol core (`device`, `send`, `receive`, `noise`, `cookie`, `keypair`, `timers`,
-//! `replay`, `allowedips`, `ratelimiter`, `wire`) is sans-IO: it takes bytes and `now` and
-//! says what to send or write. `event_loop`, `tun`, `udp` and `uapi_server` are the I/O shell.
-pub mod aead;
-pub mod allowedips;
-pub mod batch;
-pub mod blobmsg;
-pub mod chacha20;
-pub mod config;
-pub mod control;
-pub mod cookie;
+//! The layers, each a folder, each using only those listed before it:
+//! - [`crypto`]: BLAKE2s, X25519, the CSPRNG and the project's own ChaCha20-Poly1305.
+//! - [`proto`]: the sans-IO protocol core. It takes bytes and `now` and says what to send
+//!   or write; no sockets, no clock reads, no `unsafe`.
+//! - [`sys`]: the I/O shell. One thread, one edge-triggered epoll loop around the TUN
+//!   device, the UDP sockets, the UAPI socket and signals; with `crypto`'s assembly glue,
+//!   the only place where `unsafe` is allowed.
+//! - [`openwrt`]: UCI, ubus, the netifd-facing control object and the DNS resolver.
+//! - [`cli`]: the command line (`solowg`, `solowg show`, `solowg --uci`).
+//!
+//! [`log`] is used by every layer and belongs to none.
+pub mod cli;
 pub mod crypto;
-pub mod device;
-pub mod dns;
-pub mod event_loop;
-pub mod iface;
-pub mod keypair;
 pub mod log;
-pub mod netlink;
-pub mod noise;
-pub mod offload;
-pub mod peer;
-pub mod poller;
-pub mod poly1305;
-pub mod ratelimiter;
-pub mod receive;
-pub mod replay;
-pub mod send;
-pub mod show;
-pub mod signals;
-pub mod timers;
-pub mod tun;
-pub mod uapi;
-pub mod ubus;
-pub mod uci;
-pub mod udp;
-pub mod wire;
+pub mod openwrt;
+pub mod proto;
+pub mod sys;

@@ -3,9 +3,9 @@
 //! global allocator that only counts on the thread that asked for it.
 
 use solowg::crypto::{clamp, public_key, Rng};
-use solowg::device::{Device, Verdict};
-use solowg::uapi::{AllowedIpChange, PeerChange, SetRequest};
-use solowg::wire::HEADROOM;
+use solowg::proto::device::{Device, Verdict};
+use solowg::proto::uapi::{AllowedIpChange, PeerChange, SetRequest};
+use solowg::proto::wire::HEADROOM;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::net::{IpAddr, SocketAddr};

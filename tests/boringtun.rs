@@ -12,10 +12,10 @@ use boringtun::noise::{Tunn, TunnResult};
 use boringtun::x25519::{PublicKey, StaticSecret};
 use common::*;
 use solowg::crypto::Rng;
-use solowg::device::{Device, DropReason, Verdict};
-use solowg::timers::{REKEY_AFTER_TIME, REKEY_TIMEOUT};
-use solowg::uapi::SetRequest;
-use solowg::wire::HEADROOM;
+use solowg::proto::device::{Device, DropReason, Verdict};
+use solowg::proto::timers::{REKEY_AFTER_TIME, REKEY_TIMEOUT};
+use solowg::proto::uapi::SetRequest;
+use solowg::proto::wire::HEADROOM;
 use std::collections::VecDeque;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
@@ -205,7 +205,7 @@ impl Pair {
         self.sw.drops().map(|(_, n)| n).sum()
     }
 
-    fn sw_peer(&self) -> solowg::uapi::PeerInfo {
+    fn sw_peer(&self) -> solowg::proto::uapi::PeerInfo {
         self.sw.info().peers.remove(0)
     }
 

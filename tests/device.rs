@@ -5,13 +5,13 @@ mod common;
 
 use common::*;
 use solowg::crypto::Rng;
-use solowg::device::{DropReason, Verdict};
-use solowg::peer::MAX_STAGED_PACKETS;
-use solowg::timers::{
+use solowg::proto::device::{DropReason, Verdict};
+use solowg::proto::peer::MAX_STAGED_PACKETS;
+use solowg::proto::timers::{
     KEEPALIVE_TIMEOUT, MAX_TIMER_HANDSHAKES, REJECT_AFTER_TIME, REKEY_AFTER_TIME,
     REKEY_ATTEMPT_TIME, REKEY_TIMEOUT,
 };
-use solowg::uapi::SetRequest;
+use solowg::proto::uapi::SetRequest;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::{Duration, Instant};
 

@@ -7,11 +7,11 @@
 //! each; every loop is bounded by a deadline.
 
 use solowg::crypto::Rng;
-use solowg::dns::{
+use solowg::openwrt::dns::{
     Backoff, Config, DnsSockets, EndpointResolver, EndpointState, Endpoints, Error, Resolver,
     SetEndpoint,
 };
-use solowg::poller::{Interest, Poller};
+use solowg::sys::poller::{Interest, Poller};
 use std::io::ErrorKind;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
 use std::os::fd::AsFd;

@@ -2,8 +2,8 @@
 //! sessions reach the data socket, everything else the handshake socket, on both families;
 //! the port cannot be shared with another binder.
 
-use solowg::batch::{self, SmallBatch};
-use solowg::device::INDEX_TAG_MASK;
+use solowg::proto::wire::INDEX_TAG_MASK;
+use solowg::sys::batch::{self, SmallBatch};
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::time::{Duration, Instant};
 
@@ -91,7 +91,7 @@ fn check_family(data: &UdpSocket, hs: &UdpSocket, to: SocketAddr, from: &UdpSock
 
 #[test]
 fn data_for_our_sessions_and_the_rest_go_to_their_own_sockets() {
-    let pair = solowg::udp::bind(0, 0, TAG).expect("bind");
+    let pair = solowg::sys::udp::bind(0, 0, TAG).expect("bind");
     let hs4 = pair
         .hs4
         .as_ref()
@@ -112,7 +112,7 @@ fn data_for_our_sessions_and_the_rest_go_to_their_own_sockets() {
 
 #[test]
 fn handshake_socket_takes_a_batch_in_one_call_and_flags_oversized() {
-    let pair = solowg::udp::bind(0, 0, TAG).expect("bind");
+    let pair = solowg::sys::udp::bind(0, 0, TAG).expect("bind");
     let hs = pair.hs4.as_ref().expect("steering");
     let from = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
     let to: SocketAddr = (Ipv4Addr::LOCALHOST, pair.port).into();
@@ -139,9 +139,9 @@ fn handshake_socket_takes_a_batch_in_one_call_and_flags_oversized() {
 
 #[test]
 fn a_port_we_hold_cannot_be_joined_and_a_held_port_is_refused() {
-    let pair = solowg::udp::bind(0, 0, TAG).expect("bind");
+    let pair = solowg::sys::udp::bind(0, 0, TAG).expect("bind");
     // Another daemon configured with the same port, which would also ask for SO_REUSEPORT.
-    let again = solowg::udp::bind(pair.port, 0, TAG);
+    let again = solowg::sys::udp::bind(pair.port, 0, TAG);
     assert_eq!(
         again.err().map(|e| e.kind()),
         Some(std::io::ErrorKind::AddrInUse)
@@ -149,7 +149,7 @@ fn a_port_we_hold_cannot_be_joined_and_a_held_port_is_refused() {
     // A port someone else holds without SO_REUSEPORT.
     let other = UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0)).unwrap();
     let port = other.local_addr().unwrap().port();
-    let refused = solowg::udp::bind(port, 0, TAG);
+    let refused = solowg::sys::udp::bind(port, 0, TAG);
     assert_eq!(
         refused.err().map(|e| e.kind()),
         Some(std::io::ErrorKind::AddrInUse)

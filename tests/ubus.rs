@@ -1,13 +1,13 @@
-//! `solowg::ubus` against real brokers: the pure-Rust `ubusd` of the ubus-zero project
+//! `solowg::openwrt::ubus` against real brokers: the pure-Rust `ubusd` of the ubus-zero project
 //! (`cargo install ubusd ubus-client`, found on PATH or through SOLOWG_UBUSD and
 //! SOLOWG_UBUS_CLIENT) and, when SOLOWG_UBUSD_C names one, OpenWrt's C ubusd. A small
 //! epoll loop provides object `solowgtest`; `ubus-client` calls it, lists it, listens to
 //! our events; then the broker is killed and restarted and the object must come back.
 //! Without the binaries the tests say so on stderr and pass.
 
-use solowg::blobmsg::Value;
-use solowg::poller::{Interest, Poller};
-use solowg::ubus::{ArgType, Event, Method, ObjectSpec, Status, UbusClient};
+use solowg::openwrt::blobmsg::Value;
+use solowg::openwrt::ubus::{ArgType, Event, Method, ObjectSpec, Status, UbusClient};
+use solowg::sys::poller::{Interest, Poller};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -12,10 +12,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use solowg::allowedips::parse_prefix_or_host;
-use solowg::config::{self, ErrorScope, KeySpec, NetworkConfig};
-use solowg::peer::base64;
-use solowg::uci::{self, Package, Value};
+use solowg::openwrt::config::{self, ErrorScope, KeySpec, NetworkConfig};
+use solowg::openwrt::uci::{self, Package, Value};
+use solowg::proto::allowedips::parse_prefix_or_host;
+use solowg::proto::peer::base64;
 
 const PKG: &str = "network";
 

@@ -7,7 +7,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use solowg::allowedips::AllowedIps;
+use solowg::proto::allowedips::AllowedIps;
 use solowg_fuzz::Input;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 

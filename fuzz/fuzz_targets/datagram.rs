@@ -22,11 +22,11 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use solowg::cookie::LABEL_MAC1;
+use solowg::proto::cookie::LABEL_MAC1;
 use solowg::crypto::{self, clamp, public_key, Rng};
-use solowg::device::{Device, DropReason, Verdict};
-use solowg::uapi::{AllowedIpChange, PeerChange, SetRequest};
-use solowg::wire::{self, HEADROOM};
+use solowg::proto::device::{Device, DropReason, Verdict};
+use solowg::proto::uapi::{AllowedIpChange, PeerChange, SetRequest};
+use solowg::proto::wire::{self, HEADROOM};
 use solowg_fuzz::Input;
 use std::collections::{HashMap, VecDeque};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};

@@ -16,8 +16,8 @@
 
 use libfuzzer_sys::fuzz_target;
 use solowg::crypto::Rng;
-use solowg::device::Device;
-use solowg::uapi::{parse_request, write_get_reply, DeviceInfo, Request, EINVAL};
+use solowg::proto::device::Device;
+use solowg::proto::uapi::{parse_request, write_get_reply, DeviceInfo, Request, EINVAL};
 use std::time::{Instant, SystemTime};
 
 fn device(now: Instant) -> Device {
@@ -66,7 +66,7 @@ fn round_trip(info: &DeviceInfo, now: Instant) {
     write_get_reply(&mut reply, info);
     let text = std::str::from_utf8(&reply).expect("get reply is UTF-8");
     assert!(text.ends_with("errno=0\n\n"));
-    solowg::show::render("wg0", text, 1_700_000_000).expect("wg show renders the reply");
+    solowg::cli::show::render("wg0", text, 1_700_000_000).expect("wg show renders the reply");
 
     let mut set = String::from("set=1\nreplace_peers=true\n");
     for line in text.lines() {

@@ -12,8 +12,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use solowg::blobmsg::{self, Value};
-use solowg::ubus::{self, ArgType, Event, Method, ObjectSpec, Status, UbusConn, UbusError};
+use solowg::openwrt::blobmsg::{self, Value};
+use solowg::openwrt::ubus::{self, ArgType, Event, Method, ObjectSpec, Status, UbusConn, UbusError};
 
 const OBJ: u32 = 0x0102_0304;
 const MSG_HELLO: u8 = 0;
@@ -24,7 +24,7 @@ const ATTR_OBJID: u8 = 3;
 
 fn spec() -> ObjectSpec {
     // The daemon's own object, plus a method taking every argument type.
-    let mut spec = solowg::control::object_spec();
+    let mut spec = solowg::openwrt::control::object_spec();
     spec.methods.push(Method::new(
         "all",
         &[

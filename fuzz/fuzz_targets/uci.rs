@@ -7,7 +7,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use solowg::{config, uci};
+use solowg::{openwrt::config, openwrt::uci};
 use solowg_fuzz::line_count;
 
 fuzz_target!(|data: &[u8]| {

@@ -9,10 +9,10 @@
 #![allow(dead_code)]
 
 use solowg::crypto::{clamp, public_key, Rng};
-use solowg::device::{Device, Verdict};
-use solowg::peer::PeerId;
-use solowg::uapi::{AllowedIpChange, PeerChange, PeerInfo, SetRequest};
-use solowg::wire::HEADROOM;
+use solowg::proto::device::{Device, Verdict};
+use solowg::proto::peer::PeerId;
+use solowg::proto::uapi::{AllowedIpChange, PeerChange, PeerInfo, SetRequest};
+use solowg::proto::wire::HEADROOM;
 use std::collections::VecDeque;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};

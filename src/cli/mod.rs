@@ -1,0 +1,269 @@
+//! The command line: `solowg [-f] <ifname>` (the same as wireguard-go's, so `wg-quick` and
+//! scripts can start it through WG_QUICK_USERSPACE_IMPLEMENTATION), `solowg --uci` (OpenWrt
+//! mode, run by procd) and `solowg show`.
+#![forbid(unsafe_code)]
+
+pub mod show;
+
+use crate::log;
+use crate::openwrt::control::{Managed, Options};
+use crate::sys::event_loop::{Daemon, Exit};
+use crate::sys::iface;
+use crate::sys::sched;
+use std::io::{self, BufRead, BufReader, Write};
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+
+/// Set in the environment of the background child so it reports readiness on stdout.
+const NOTIFY_ENV: &str = "SOLOWG_NOTIFY_PARENT";
+
+const USAGE: &str = "\
+Usage: solowg [-f|--foreground] <interface-name>
+       solowg --uci [--config-dir DIR] [--uci-bin PATH] [--ubus-bin PATH] [--ifup-bin PATH]
+                    [--state-file PATH]
+       solowg show [<interface-name>]
+       solowg --version | --help
+
+Creates the TUN interface and serves the WireGuard userspace API on
+/var/run/wireguard/<interface-name>.sock; configure it with wg(8) or wg-quick(8).
+Without -f it detaches once the interface is ready.
+
+--uci: OpenWrt mode, in the foreground (procd runs it). Serves the ubus object 'solowg'
+(up, down, reload, status, genkey, pubkey, genpsk); netifd's handler brings each
+'proto solowg' interface of DIR/network (default /etc/config) up and down through it.
+show: what `wg show` prints, read from the UAPI sockets; private keys are hidden.
+
+Environment:
+  LOG_LEVEL=verbose|error|silent   how much to log to stderr (default: info)
+  WG_PROCESS_FOREGROUND=1          same as -f
+  UBUS_SOCKET=PATH                 ubus broker socket (default /var/run/ubus/ubus.sock)
+";
+
+struct Args {
+    foreground: bool,
+    ifname: String,
+}
+
+fn parse_args(argv: Vec<String>) -> Result<Option<Args>, String> {
+    let mut foreground = std::env::var("WG_PROCESS_FOREGROUND").is_ok_and(|v| v == "1");
+    let mut ifname = None;
+    for a in argv.into_iter().skip(1) {
+        match a.as_str() {
+            "-f" | "--foreground" => foreground = true,
+            "-h" | "--help" => {
+                print!("{USAGE}");
+                return Ok(None);
+            }
+            "-v" | "--version" => {
+                println!("solowg v{}", env!("CARGO_PKG_VERSION"));
+                return Ok(None);
+            }
+            s if s.starts_with('-') => return Err(format!("unknown option '{s}'")),
+            s if ifname.is_none() => ifname = Some(s.to_string()),
+            s => return Err(format!("unexpected argument '{s}'")),
+        }
+    }
+    let ifname = ifname.ok_or("missing interface name")?;
+    Ok(Some(Args { foreground, ifname }))
+}
+
+fn setup(ifname: &str) -> Result<(Daemon, u16, usize), String> {
+    // First, before any thread exists, so every thread inherits the blocked mask.
+    let signals =
+        crate::sys::signals::block_and_open().map_err(|e| format!("cannot set up signals: {e}"))?;
+    let mut daemon = Daemon::new(signals).map_err(|e| format!("cannot start event loop: {e}"))?;
+    let (tun, udp, uapi, dev) = iface::open(ifname, iface::DEFAULT_MTU)?;
+    let (port, mtu) = (dev.listen_port, dev.mtu);
+    daemon
+        .add(tun, udp, uapi, dev)
+        .map_err(|e| format!("cannot start event loop: {e}"))?;
+    Ok((daemon, port, mtu))
+}
+
+/// Background mode: run ourselves in the foreground as a detached child and return once it
+/// says the interface is ready (or relay its error).
+fn spawn_background(ifname: &str) -> i32 {
+    let exe = match std::env::current_exe() {
+        Ok(p) => p,
+        Err(e) => {
+            log::error(format_args!("cannot find own executable: {e}"));
+            return 1;
+        }
+    };
+    let keep_stderr = std::env::var_os("LOG_LEVEL").is_some();
+    let child = Command::new(exe)
+        .arg("-f")
+        .arg(ifname)
+        .env(NOTIFY_ENV, "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(if keep_stderr {
+            Stdio::inherit()
+        } else {
+            Stdio::null()
+        })
+        .process_group(0) // not killed by the terminal's Ctrl-C aimed at our caller
+        .spawn();
+    let mut child = match child {
+        Ok(c) => c,
+        Err(e) => {
+            log::error(format_args!("cannot start background process: {e}"));
+            return 1;
+        }
+    };
+    let mut line = String::new();
+    let stdout = child.stdout.take().map(BufReader::new);
+    if let Some(mut out) = stdout {
+        let _ = out.read_line(&mut line);
+    }
+    match line.trim_end().split_once(' ') {
+        _ if line.trim_end() == "ready" => 0,
+        Some(("error", msg)) => {
+            log::error(format_args!("{msg}"));
+            let _ = child.wait();
+            1
+        }
+        _ => {
+            log::error(format_args!("background process exited during setup"));
+            let _ = child.wait();
+            1
+        }
+    }
+}
+
+/// `--uci`: every managed interface in one loop, with the ubus object.
+fn run_managed(args: &[String]) -> i32 {
+    let mut opts = Options {
+        config_dir: "/etc/config".into(),
+        uci: "uci".into(),
+        ubus_socket: crate::openwrt::ubus::socket_path(),
+        ubus_cli: "ubus".into(),
+        state_file: "/var/run/solowg/interfaces".into(),
+        ifup: "ifup".into(),
+    };
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match (a.as_str(), it.clone().next()) {
+            ("--config-dir", Some(v)) => {
+                opts.config_dir = v.into();
+                it.next();
+            }
+            ("--uci-bin", Some(v)) => {
+                opts.uci = v.clone();
+                it.next();
+            }
+            ("--ubus-bin", Some(v)) => {
+                opts.ubus_cli = v.clone();
+                it.next();
+            }
+            ("--ifup-bin", Some(v)) => {
+                opts.ifup = v.clone();
+                it.next();
+            }
+            ("--state-file", Some(v)) => {
+                opts.state_file = v.into();
+                it.next();
+            }
+            _ => {
+                eprintln!("solowg: unexpected argument '{a}'\n\n{USAGE}");
+                return 2;
+            }
+        }
+    }
+    let signals = match crate::sys::signals::block_and_open() {
+        Ok(s) => s,
+        Err(e) => {
+            log::error(format_args!("cannot set up signals: {e}"));
+            return 1;
+        }
+    };
+    let (mut daemon, mut managed) = match (Daemon::new(signals), Managed::new(opts)) {
+        (Ok(d), Ok(m)) => (d, m),
+        (Err(e), _) | (_, Err(e)) => {
+            log::error(format_args!("cannot start: {e}"));
+            return 1;
+        }
+    };
+    log::info(format_args!("managed mode, serving ubus object 'solowg'"));
+    sched::batch_scheduling();
+    let exit = daemon.run(Some(&mut managed));
+    managed.shutdown(&mut daemon);
+    if let Exit::InterfaceGone(e) = exit {
+        log::error(format_args!("event loop failed: {e}"));
+        return 1;
+    }
+    log::info(format_args!("shutting down"));
+    0
+}
+
+/// Runs the command line `argv` (with the program name first); returns the exit status.
+pub fn run(argv: Vec<String>) -> i32 {
+    // Before the dispatch: managed mode (`--uci`) logs by the same setting.
+    match std::env::var("LOG_LEVEL").as_deref() {
+        Ok("verbose") | Ok("debug") => log::set_level(log::VERBOSE),
+        Ok("error") => log::set_level(log::ERROR),
+        Ok("silent") => log::set_level(log::SILENT),
+        _ => {}
+    }
+    match argv.get(1).map(String::as_str) {
+        Some("--uci") => return run_managed(&argv[2..]),
+        Some("show") => {
+            return match show::run(argv.get(2).map(String::as_str)) {
+                Ok(text) => {
+                    print!("{text}");
+                    0
+                }
+                Err(e) => {
+                    eprintln!("solowg: {e}");
+                    1
+                }
+            }
+        }
+        _ => {}
+    }
+    let args = match parse_args(argv) {
+        Ok(Some(a)) => a,
+        Ok(None) => return 0,
+        Err(e) => {
+            eprintln!("solowg: {e}\n\n{USAGE}");
+            return 2;
+        }
+    };
+    if !args.foreground {
+        return spawn_background(&args.ifname);
+    }
+    let notify = std::env::var_os(NOTIFY_ENV).is_some();
+    let (mut daemon, port, mtu) = match setup(&args.ifname) {
+        Ok(x) => x,
+        Err(e) => {
+            if notify {
+                println!("error {e}");
+            } else {
+                log::error(format_args!("{e}"));
+            }
+            return 1;
+        }
+    };
+    log::info(format_args!(
+        "{} up: UAPI on {}, UDP port {}, MTU {}",
+        args.ifname,
+        iface::socket_path(&args.ifname).display(),
+        port,
+        mtu
+    ));
+    if notify {
+        println!("ready");
+        let _ = io::stdout().flush();
+    }
+    sched::batch_scheduling();
+    let exit = daemon.run(None);
+    let _ = std::fs::remove_file(iface::socket_path(&args.ifname));
+    match exit {
+        Exit::Signal => log::info(format_args!("{}: shutting down", args.ifname)),
+        Exit::InterfaceGone(e) => log::info(format_args!(
+            "{}: interface gone ({e}), exiting",
+            args.ifname
+        )),
+    }
+    0
+}

@@ -1,0 +1,285 @@
+//! Batched UDP I/O: UDP GSO to send a run of equal-sized datagrams to one endpoint with one
+//! `sendmsg`, and UDP GRO to receive a run of datagrams with one `recvmsg`. Both only cut
+//! syscalls and per-packet kernel work; the callers fall back to one datagram per syscall
+//! where the kernel or the NIC refuses (ath79's ag71xx has no checksum offload, so GSO there
+//! fails with EIO and is switched off for good).
+#![allow(unsafe_code)] // sendmsg/recvmsg with control messages have no safe std API
+
+use crate::proto::wire::INDEX_TAG_MASK;
+use socket2::SockAddr;
+use std::io;
+use std::mem::{size_of, zeroed, MaybeUninit};
+use std::net::{SocketAddr, UdpSocket};
+use std::os::fd::AsRawFd;
+
+const UDP_SEGMENT: libc::c_int = 103;
+const UDP_GRO: libc::c_int = 104;
+/// The kernel's UDP_MAX_SEGMENTS.
+pub const MAX_SEGMENTS: usize = 64;
+/// A GSO send is one UDP datagram before segmentation: its payload must fit in 16 bits.
+pub const MAX_GSO_BYTES: usize = 65507;
+
+/// Room for one cmsg carrying an int (also fits a u16).
+const CMSG_BUF: usize = 32;
+
+#[repr(C, align(8))]
+struct CmsgBuf([u8; CMSG_BUF]);
+
+pub fn enable_gro(sock: &UdpSocket) -> bool {
+    let one: libc::c_int = 1;
+    // SAFETY: valid fd, option value points to a live c_int of the given size.
+    unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_UDP,
+            UDP_GRO,
+            &one as *const libc::c_int as *const libc::c_void,
+            size_of::<libc::c_int>() as libc::socklen_t,
+        ) == 0
+    }
+}
+
+/// Sends `segs` (each `seg_size` bytes except possibly the last, which may be shorter) to
+/// `to`. More than one segment goes out as one GSO datagram train.
+pub fn send_segments(
+    sock: &UdpSocket,
+    to: SocketAddr,
+    segs: &[&[u8]],
+    seg_size: usize,
+) -> io::Result<()> {
+    let n = segs.len().min(MAX_SEGMENTS);
+    // SAFETY: iovec is plain data; zeroed is valid.
+    let mut iov: [libc::iovec; MAX_SEGMENTS] = unsafe { zeroed() };
+    for (v, s) in iov.iter_mut().zip(&segs[..n]) {
+        v.iov_base = s.as_ptr() as *mut libc::c_void;
+        v.iov_len = s.len();
+    }
+    let addr = SockAddr::from(to);
+    let mut cbuf = CmsgBuf([0; CMSG_BUF]);
+    // SAFETY: msghdr is plain data; zeroed is valid before filling it.
+    let mut msg: libc::msghdr = unsafe { zeroed() };
+    msg.msg_name = addr.as_ptr() as *mut libc::c_void;
+    msg.msg_namelen = addr.len();
+    msg.msg_iov = iov.as_mut_ptr();
+    msg.msg_iovlen = n as _;
+    if n > 1 {
+        msg.msg_control = cbuf.0.as_mut_ptr() as *mut libc::c_void;
+        // SAFETY: CMSG_SPACE is a pure size computation.
+        msg.msg_controllen = unsafe { libc::CMSG_SPACE(size_of::<u16>() as u32) } as _;
+        // SAFETY: msg_control points to an aligned buffer at least CMSG_SPACE(2) long, so the
+        // first header and its data lie inside it.
+        unsafe {
+            let c = libc::CMSG_FIRSTHDR(&msg);
+            (*c).cmsg_level = libc::SOL_UDP;
+            (*c).cmsg_type = UDP_SEGMENT;
+            (*c).cmsg_len = libc::CMSG_LEN(size_of::<u16>() as u32) as _;
+            std::ptr::write_unaligned(libc::CMSG_DATA(c) as *mut u16, seg_size as u16);
+        }
+    }
+    loop {
+        // SAFETY: every pointer in msg refers to memory that outlives the call.
+        let r = unsafe { libc::sendmsg(sock.as_raw_fd(), &msg, libc::MSG_DONTWAIT) };
+        if r >= 0 {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// Receives into `buf`; returns (bytes, source, segment size). With GRO the bytes may hold
+/// several datagrams of `segment size` each (the last may be shorter).
+pub fn recv_gro(sock: &UdpSocket, buf: &mut [u8]) -> io::Result<(usize, SocketAddr, usize)> {
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr() as *mut libc::c_void,
+        iov_len: buf.len(),
+    };
+    let mut name = MaybeUninit::<libc::sockaddr_storage>::zeroed();
+    let mut cbuf = CmsgBuf([0; CMSG_BUF]);
+    // SAFETY: msghdr is plain data; zeroed is valid before filling it.
+    let mut msg: libc::msghdr = unsafe { zeroed() };
+    msg.msg_name = name.as_mut_ptr() as *mut libc::c_void;
+    msg.msg_namelen = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = cbuf.0.as_mut_ptr() as *mut libc::c_void;
+    msg.msg_controllen = CMSG_BUF as _;
+    let n = loop {
+        // SAFETY: all pointers in msg refer to live buffers of the stated sizes.
+        let r = unsafe { libc::recvmsg(sock.as_raw_fd(), &mut msg, libc::MSG_DONTWAIT) };
+        if r >= 0 {
+            break r as usize;
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    };
+    let mut seg = n;
+    // SAFETY: the kernel filled msg_control/msg_controllen; the CMSG_* walkers stay within it.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(&msg);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_UDP && (*c).cmsg_type == UDP_GRO {
+                let v = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::c_int);
+                if v > 0 {
+                    seg = v as usize;
+                }
+            }
+            c = libc::CMSG_NXTHDR(&msg, c);
+        }
+    }
+    // SAFETY: the kernel wrote msg_namelen bytes of a valid socket address into `name`.
+    let from = unsafe { SockAddr::new(name.assume_init(), msg.msg_namelen) }
+        .as_socket()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "not an IP source"))?;
+    Ok((n, from, seg.max(1)))
+}
+
+/// Largest datagram the handshake socket takes whole: every message it should see is at
+/// most 148 bytes (an initiation); anything longer is dropped as truncated.
+pub const SMALL_SLOT: usize = 256;
+/// Datagrams one `recv_small` call takes.
+pub const SMALL_BATCH: usize = 32;
+
+/// Receive slots for the handshake socket: up to SMALL_BATCH small datagrams per `recvmmsg`
+/// (a flood of initiations or garbage costs one syscall per 32, not one each). Built once;
+/// the kernel-facing arrays are re-pointed on every call, so the struct may move.
+pub struct SmallBatch {
+    bufs: Box<[[u8; SMALL_SLOT]; SMALL_BATCH]>,
+    names: Box<[libc::sockaddr_storage; SMALL_BATCH]>,
+    iovs: Box<[libc::iovec; SMALL_BATCH]>,
+    hdrs: Box<[libc::mmsghdr; SMALL_BATCH]>,
+}
+
+impl Default for SmallBatch {
+    fn default() -> Self {
+        // SAFETY: sockaddr_storage, iovec and mmsghdr are plain data; all-zero is valid.
+        unsafe {
+            SmallBatch {
+                bufs: Box::new([[0; SMALL_SLOT]; SMALL_BATCH]),
+                names: Box::new(zeroed()),
+                iovs: Box::new(zeroed()),
+                hdrs: Box::new(zeroed()),
+            }
+        }
+    }
+}
+
+impl SmallBatch {
+    /// Datagram `i` of the last `recv_small`: its bytes (the whole slot, for replies written
+    /// in place), its length, its source, and whether it was cut short.
+    pub fn get(&mut self, i: usize) -> Option<(&mut [u8; SMALL_SLOT], usize, SocketAddr, bool)> {
+        let h = self.hdrs.get(i)?;
+        let (len, namelen) = (h.msg_len as usize, h.msg_hdr.msg_namelen);
+        let truncated = h.msg_hdr.msg_flags & libc::MSG_TRUNC != 0;
+        // SAFETY: the kernel wrote `namelen` bytes of a socket address into names[i].
+        let from = unsafe { SockAddr::new(self.names[i], namelen) }.as_socket()?;
+        Some((&mut self.bufs[i], len.min(SMALL_SLOT), from, truncated))
+    }
+}
+
+/// Receives up to SMALL_BATCH datagrams without blocking; the count (0 never: WouldBlock
+/// is an error, as with `recv_gro`).
+pub fn recv_small(sock: &UdpSocket, b: &mut SmallBatch) -> io::Result<usize> {
+    for i in 0..SMALL_BATCH {
+        b.iovs[i] = libc::iovec {
+            iov_base: b.bufs[i].as_mut_ptr() as *mut libc::c_void,
+            iov_len: SMALL_SLOT,
+        };
+        let h = &mut b.hdrs[i].msg_hdr;
+        h.msg_name = &mut b.names[i] as *mut libc::sockaddr_storage as *mut libc::c_void;
+        h.msg_namelen = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+        h.msg_iov = &mut b.iovs[i];
+        h.msg_iovlen = 1;
+        h.msg_control = std::ptr::null_mut();
+        h.msg_controllen = 0;
+        h.msg_flags = 0;
+        b.hdrs[i].msg_len = 0;
+    }
+    loop {
+        // SAFETY: hdrs holds SMALL_BATCH headers whose pointers refer to live slots of `b`.
+        let r = unsafe {
+            libc::recvmmsg(
+                sock.as_raw_fd(),
+                b.hdrs.as_mut_ptr(),
+                SMALL_BATCH as _,
+                libc::MSG_DONTWAIT as _,
+                std::ptr::null_mut(),
+            )
+        };
+        if r >= 0 {
+            return Ok(r as usize);
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// Steers the datagrams of a SO_REUSEPORT group of two sockets: transport data for one of
+/// our sessions (type 4, the little-endian u32 at the start of the UDP payload, with a
+/// receiver index whose bits under `INDEX_TAG_MASK` are `tag`) to the group's second
+/// socket; everything
+/// else, including datagrams too short to have a type, to the first. Classic BPF: needs no
+/// privilege. A reuseport program sees the UDP payload at offset 0, loads are big-endian,
+/// and a load past the end ends the program with 0.
+pub fn attach_steering(sock: &UdpSocket, tag: u16) -> io::Result<()> {
+    let swap16 = |v: u32| u32::from((v as u16).swap_bytes());
+    const DATA_TYPE_WORD: u32 = 0x0400_0000; // bytes 04 00 00 00
+    let op = |code: u32, jt: u8, jf: u8, k: u32| libc::sock_filter {
+        code: code as u16,
+        jt,
+        jf,
+        k,
+    };
+    let prog = [
+        op(libc::BPF_LD | libc::BPF_W | libc::BPF_ABS, 0, 0, 0),
+        op(
+            libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K,
+            0,
+            4,
+            DATA_TYPE_WORD,
+        ),
+        // The index's first two bytes on the wire are its low 16 bits, little-endian; the
+        // load reads them big-endian, hence the swaps.
+        op(libc::BPF_LD | libc::BPF_H | libc::BPF_ABS, 0, 0, 4),
+        op(
+            libc::BPF_ALU | libc::BPF_AND | libc::BPF_K,
+            0,
+            0,
+            swap16(INDEX_TAG_MASK),
+        ),
+        op(
+            libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K,
+            0,
+            1,
+            swap16(u32::from(tag) & INDEX_TAG_MASK),
+        ),
+        op(libc::BPF_RET | libc::BPF_K, 0, 0, 1),
+        op(libc::BPF_RET | libc::BPF_K, 0, 0, 0),
+    ];
+    let fprog = libc::sock_fprog {
+        len: prog.len() as u16,
+        filter: prog.as_ptr() as *mut libc::sock_filter,
+    };
+    // SAFETY: valid fd; the option value is a sock_fprog pointing at `prog`, which outlives
+    // the call (the kernel copies the program).
+    let r = unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_ATTACH_REUSEPORT_CBPF,
+            &fprog as *const libc::sock_fprog as *const libc::c_void,
+            size_of::<libc::sock_fprog>() as libc::socklen_t,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}

@@ -1,0 +1,162 @@
+//! The TUN device, used as a plain non-blocking file, so reads and writes are one syscall
+//! each and need no wrapper.
+//!
+//! First choice: IFF_TUN | IFF_NO_PI | IFF_VNET_HDR with checksum and TCP segmentation
+//! offload (TUNSETOFFLOAD), so the kernel hands us TCP super-packets of up to 64 KiB that we
+//! cut ourselves (see `offload`), and every read and write carries a virtio-net header.
+//! If the kernel refuses the offload, that device is closed (which deletes it) and created
+//! again through the `tun-tap` crate exactly as before: IFF_TUN | IFF_NO_PI, no header.
+#![allow(unsafe_code)] // ioctls for the device, its offloads and MTU; taking ownership of the fd
+
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, IntoRawFd};
+use std::os::unix::fs::OpenOptionsExt;
+
+pub struct Tun {
+    file: File,
+    name: String,
+    /// Every read and write starts with a virtio-net header (offload is on).
+    vnet: bool,
+}
+
+/// What we ask the kernel to leave to us: checksums and TCP segmentation (with ECN). UDP
+/// segmentation (USO) is not asked for: it would only serve UDP GSO senders inside the tunnel.
+const OFFLOADS: libc::c_uint =
+    libc::TUN_F_CSUM | libc::TUN_F_TSO4 | libc::TUN_F_TSO6 | libc::TUN_F_TSO_ECN;
+
+impl Tun {
+    /// Creates TUN `name` and sets its MTU. The link is left down, as wireguard-go does;
+    /// `wg-quick`, netifd or the user brings it up and adds addresses.
+    pub fn create(name: &str, mtu: u32) -> io::Result<Tun> {
+        if name.is_empty() || name.len() > 15 || name.contains('/') || name.contains('\0') {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "interface name must be 1-15 characters without '/'",
+            ));
+        }
+        let offload = std::env::var_os("SOLOWG_NO_OFFLOAD").is_none();
+        let tun = match offload.then(|| Self::create_offload(name)) {
+            Some(Ok(tun)) => tun,
+            other => {
+                if let Some(Err(e)) = other {
+                    crate::log::info(format_args!(
+                        "TUN offload unavailable ({e}), one packet per read"
+                    ));
+                }
+                let iface = tun_tap::Iface::without_packet_info(name, tun_tap::Mode::Tun)?;
+                iface.set_non_blocking()?;
+                let name = iface.name().to_string();
+                // SAFETY: into_raw_fd hands over the only owner of a valid open fd.
+                let file = unsafe { File::from_raw_fd(iface.into_raw_fd()) };
+                Tun {
+                    file,
+                    name,
+                    vnet: false,
+                }
+            }
+        };
+        tun.set_mtu(mtu)?;
+        Ok(tun)
+    }
+
+    /// Creates the device with a virtio-net header and TSO/checksum offload. On any error
+    /// the fd is closed, which removes the device again.
+    fn create_offload(name: &str) -> io::Result<Tun> {
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open("/dev/net/tun")?;
+        let mut tun = Tun {
+            file,
+            name: name.to_string(),
+            vnet: true,
+        };
+        let mut req = tun.ifreq();
+        req.ifr_ifru.ifru_flags = (libc::IFF_TUN | libc::IFF_NO_PI | libc::IFF_VNET_HDR) as _;
+        let fd = tun.file.as_raw_fd();
+        // SAFETY: TUNSETIFF reads and writes an ifreq we own for the duration of the call.
+        if unsafe { libc::ioctl(fd, libc::TUNSETIFF as _, &mut req) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: TUNSETOFFLOAD takes its flags by value.
+        if unsafe { libc::ioctl(fd, libc::TUNSETOFFLOAD as _, OFFLOADS as libc::c_ulong) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // The kernel wrote back the name it chose (a pattern such as "wg%d" gets a number).
+        let len = req.ifr_name.iter().position(|&c| c == 0).unwrap_or(15);
+        tun.name = req.ifr_name[..len]
+            .iter()
+            .map(|&c| c as u8 as char)
+            .collect();
+        Ok(tun)
+    }
+
+    /// Length of the virtio-net header before every packet read or written (0: none).
+    pub fn vnet_hdr_len(&self) -> usize {
+        if self.vnet {
+            crate::sys::offload::VNET_HDR_LEN
+        } else {
+            0
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn file(&self) -> &File {
+        &self.file
+    }
+
+    fn ifreq(&self) -> libc::ifreq {
+        // SAFETY: ifreq is plain old data; all-zero is a valid value.
+        let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+        for (dst, src) in req.ifr_name.iter_mut().zip(self.name.bytes().take(15)) {
+            *dst = src as libc::c_char;
+        }
+        req
+    }
+
+    fn with_ctl_socket<T>(f: impl FnOnce(libc::c_int) -> io::Result<T>) -> io::Result<T> {
+        // SAFETY: plain socket(2) call; the fd is closed by OwnedFd below.
+        let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: fd is a fresh, valid socket that nothing else owns.
+        let owned = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
+        f(owned.as_raw_fd())
+    }
+
+    pub fn set_mtu(&self, mtu: u32) -> io::Result<()> {
+        let mut req = self.ifreq();
+        req.ifr_ifru.ifru_mtu = mtu as libc::c_int;
+        Self::with_ctl_socket(|s| {
+            // SAFETY: SIOCSIFMTU reads an ifreq we own for the duration of the call.
+            if unsafe { libc::ioctl(s, libc::SIOCSIFMTU as _, &req) } < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        })
+    }
+
+    pub fn mtu(&self) -> io::Result<u32> {
+        let mut req = self.ifreq();
+        Self::with_ctl_socket(|s| {
+            // SAFETY: SIOCGIFMTU writes into an ifreq we own.
+            if unsafe { libc::ioctl(s, libc::SIOCGIFMTU as _, &mut req) } < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // SAFETY: the kernel filled the mtu member of the union.
+            Ok(unsafe { req.ifr_ifru.ifru_mtu } as u32)
+        })
+    }
+}
+
+impl AsFd for Tun {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.file.as_fd()
+    }
+}
