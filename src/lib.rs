@@ -11,9 +11,17 @@
 //! - [`cli`]: the command line (`solowg`, `solowg show`, `solowg --uci`).
 //!
 //! [`log`] is used by every layer and belongs to none.
+
+/// A layer's module: public with the `internals` feature (integration tests, fuzz targets,
+/// benchmark tools), crate-private otherwise so that the compiler reports dead code.
+macro_rules! layer {
+    ($($name:ident),*) => {$(
+        #[cfg(feature = "internals")]
+        pub mod $name;
+        #[cfg(not(feature = "internals"))]
+        pub(crate) mod $name;
+    )*};
+}
+
 pub mod cli;
-pub mod crypto;
-pub mod log;
-pub mod openwrt;
-pub mod proto;
-pub mod sys;
+layer!(crypto, log, openwrt, proto, sys);

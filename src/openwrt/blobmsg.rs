@@ -8,6 +8,7 @@
 //! Decoding takes bytes from other processes, so it never panics: every length is checked
 //! against what is there, and nesting is limited to [`MAX_DEPTH`].
 
+#[cfg(any(test, feature = "internals"))]
 use std::fmt::Write as _;
 
 /// blobmsg value types (the blob id of an extended attribute).
@@ -76,20 +77,6 @@ impl Value {
         }
     }
 
-    pub fn as_int(&self) -> Option<i64> {
-        match self {
-            Value::Int(i) => Some(*i),
-            _ => None,
-        }
-    }
-
-    pub fn as_bool(&self) -> Option<bool> {
-        match self {
-            Value::Bool(b) => Some(*b),
-            _ => None,
-        }
-    }
-
     /// The blobmsg type this value is encoded as.
     pub fn blob_type(&self) -> u8 {
         match self {
@@ -104,6 +91,7 @@ impl Value {
         }
     }
 
+    #[cfg(any(test, feature = "internals"))]
     /// Compact JSON, for logs and tests. Non-finite doubles become `null`.
     pub fn to_json(&self) -> String {
         let mut s = String::new();
@@ -111,6 +99,7 @@ impl Value {
         s
     }
 
+    #[cfg(any(test, feature = "internals"))]
     fn write_json(&self, out: &mut String) {
         match self {
             Value::Null => out.push_str("null"),
@@ -149,6 +138,7 @@ impl Value {
     }
 }
 
+#[cfg(any(test, feature = "internals"))]
 fn json_string(s: &str, out: &mut String) {
     out.push('"');
     for c in s.chars() {

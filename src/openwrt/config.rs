@@ -183,6 +183,7 @@ pub struct NetworkConfig {
 }
 
 impl NetworkConfig {
+    #[cfg(any(test, feature = "internals"))]
     pub fn interface(&self, name: &str) -> Option<&InterfaceConfig> {
         self.interfaces.iter().find(|i| i.name == name)
     }

@@ -483,6 +483,7 @@ impl Resolver {
         self.servers = servers;
     }
 
+    #[cfg(any(test, feature = "internals"))]
     pub fn servers(&self) -> &[SocketAddr] {
         &self.servers
     }
@@ -756,9 +757,6 @@ impl Default for Backoff {
     }
 }
 
-/// Handshakes missing for longer than this count as stalled (REJECT_AFTER_TIME: by then
-/// any session with the old address is gone).
-pub const STALL_AFTER: Duration = crate::proto::timers::REJECT_AFTER_TIME;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum EndpointState {
@@ -808,18 +806,22 @@ impl EndpointResolver {
         }
     }
 
+    #[cfg(any(test, feature = "internals"))]
     pub fn host(&self) -> &str {
         &self.host
     }
 
+    #[cfg(any(test, feature = "internals"))]
     pub fn port(&self) -> u16 {
         self.port
     }
 
+    #[cfg(any(test, feature = "internals"))]
     pub fn state(&self) -> &EndpointState {
         &self.state
     }
 
+    #[cfg(any(test, feature = "internals"))]
     /// The latest address resolved, even if a later attempt failed.
     pub fn address(&self) -> Option<SocketAddr> {
         self.last_good.map(|(a, _)| a)
@@ -899,7 +901,8 @@ impl EndpointResolver {
         (base - cut).max(Duration::from_millis(1))
     }
 
-    /// No handshake for longer than STALL_AFTER: the address may be stale (DDNS moved).
+    /// No handshake for longer than REJECT_AFTER_TIME (by then any session with the old address
+    /// is gone): the address may be stale (DDNS moved).
     /// Schedules a re-resolution, at most one per `min_reresolve`. Ignored while resolving
     /// or while failures are being retried (their backoff decides).
     pub fn note_handshake_stalled(&mut self, now: Instant) {
@@ -979,6 +982,7 @@ impl<K: Copy + Eq> Endpoints<K> {
         self.actions.retain(|a| a.peer != peer);
     }
 
+    #[cfg(any(test, feature = "internals"))]
     pub fn get(&self, peer: K) -> Option<&EndpointResolver> {
         self.entries
             .iter()
@@ -986,6 +990,7 @@ impl<K: Copy + Eq> Endpoints<K> {
             .map(|(_, r)| r)
     }
 
+    #[cfg(any(test, feature = "internals"))]
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
@@ -1155,6 +1160,7 @@ impl DnsSockets {
         }
     }
 
+    #[cfg(any(test, feature = "internals"))]
     /// Whether a socket is open (for tests and diagnostics).
     pub fn is_open(&self) -> bool {
         self.v4.is_some() || self.v6.is_some()

@@ -51,7 +51,8 @@ const ATTR_MAX: usize = 14;
 /// The broker's event object: events are INVOKE "send" on it.
 const EVENT_OBJECT: u32 = 1;
 
-/// ubus status codes (`enum ubus_msg_status`).
+/// ubus status codes (`enum ubus_msg_status`), all of them: the numbering is the protocol's.
+#[allow(dead_code)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u32)]
 pub enum Status {
@@ -71,7 +72,9 @@ pub enum Status {
     SystemError = 13,
 }
 
-/// Declared type of a method argument (what `ubus -v list` shows).
+/// Declared type of a method argument (what `ubus -v list` shows), each blobmsg type a
+/// policy may name.
+#[allow(dead_code)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ArgType {
     Array,
@@ -585,6 +588,7 @@ impl UbusClient {
         }
     }
 
+    #[cfg(any(test, feature = "internals"))]
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -597,6 +601,7 @@ impl UbusClient {
         self.sock.is_some()
     }
 
+    #[cfg(any(test, feature = "internals"))]
     pub fn object_id(&self) -> Option<u32> {
         self.conn.object_id()
     }

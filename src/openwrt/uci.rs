@@ -57,9 +57,6 @@ impl Value {
         }
     }
 
-    pub fn is_list(&self) -> bool {
-        matches!(self, Value::List(_))
-    }
 }
 
 /// One `config` section.
@@ -85,9 +82,6 @@ impl Section {
             .map(|(_, v)| v)
     }
 
-    pub fn is_anonymous(&self) -> bool {
-        self.name.is_none()
-    }
 }
 
 /// A parsed file: its sections in order.
@@ -98,6 +92,7 @@ pub struct Package {
 
 impl Package {
     /// The named section `name`.
+    #[cfg(any(test, feature = "internals"))]
     pub fn section(&self, name: &str) -> Option<&Section> {
         self.sections
             .iter()
@@ -105,6 +100,7 @@ impl Package {
     }
 
     /// Sections of one type, in file order.
+    #[cfg(any(test, feature = "internals"))]
     pub fn sections_of_type<'a>(&'a self, ty: &'a str) -> impl Iterator<Item = &'a Section> + 'a {
         self.sections.iter().filter(move |s| s.section_type == ty)
     }
@@ -708,7 +704,7 @@ mod tests {
             pkg.sections[1].get("description"),
             Some(&single("Bob's laptop"))
         );
-        assert!(pkg.sections[1].is_anonymous());
+        assert!(pkg.sections[1].name.is_none());
         assert_eq!(pkg.sections[2].line, 10);
         assert_eq!(pkg.sections_of_type("solowg_wg0").count(), 2);
     }

@@ -355,6 +355,7 @@ impl<T: Copy + Eq> AllowedIps<T> {
 
     /// Longest-prefix lookup. IPv4-mapped IPv6 addresses are looked up as
     /// IPv6, matching what the inner packet header actually says.
+    #[cfg(any(test, feature = "internals"))]
     pub fn lookup(&self, addr: IpAddr) -> Option<T> {
         match addr {
             IpAddr::V4(a) => self.v4.lookup(u32::from(a)),
@@ -385,14 +386,17 @@ impl<T: Copy + Eq> AllowedIps<T> {
     }
 
     /// Number of prefixes stored.
+    #[cfg(any(test, feature = "internals"))]
     pub fn len(&self) -> usize {
         self.v4.len + self.v6.len
     }
 
+    #[cfg(any(test, feature = "internals"))]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
+    #[cfg(any(test, feature = "internals"))]
     pub fn clear(&mut self) {
         *self = Self::default();
     }

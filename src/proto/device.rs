@@ -309,6 +309,7 @@ impl Device {
             .map(|(i, _)| PeerId(i))
     }
 
+    #[cfg(any(test, feature = "internals"))]
     pub fn peer_count(&self) -> usize {
         self.by_key.len()
     }
@@ -317,6 +318,7 @@ impl Device {
         DropReason::ALL.iter().map(|&r| (r, self.drops[r as usize]))
     }
 
+    #[cfg(any(test, feature = "internals"))]
     pub fn drop_count(&self, r: DropReason) -> u64 {
         self.drops[r as usize]
     }
@@ -369,11 +371,6 @@ impl Device {
     /// When the event loop must call `update_timers` next; `None` means never (idle).
     pub fn next_deadline(&self) -> Option<Instant> {
         self.wake_at
-    }
-
-    /// Whether control messages are waiting for `poll_output`.
-    pub fn has_output(&self) -> bool {
-        !self.pending.is_empty()
     }
 
     // ---- configuration -------------------------------------------------------------------
@@ -693,6 +690,7 @@ impl Device {
     }
 
     /// The peer whose allowed IPs contain this address (raw 4 or 16 bytes).
+    #[cfg(any(test, feature = "internals"))]
     pub fn route(&self, addr: &[u8]) -> Option<PeerId> {
         self.routes.lookup_bytes(addr)
     }

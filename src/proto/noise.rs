@@ -131,10 +131,6 @@ impl Handshake {
         self.remote_index = 0;
     }
 
-    pub fn is_initiation_pending(&self) -> bool {
-        self.stage == Stage::InitiationCreated
-    }
-
     /// Builds an initiation into `out` (148 bytes; macs left zero). Returns false if we have no
     /// usable identity for this peer.
     pub fn create_initiation(

@@ -104,6 +104,7 @@ pub fn base64(data: &[u8]) -> String {
 }
 
 /// Decodes standard padded base64 of exactly 32 bytes (a WireGuard key).
+#[cfg(any(test, feature = "internals"))]
 pub fn key_from_base64(s: &str) -> Option<[u8; 32]> {
     let mut out = [0u8; 32];
     key_from_base64_into(s, &mut out).then_some(out)

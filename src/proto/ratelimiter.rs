@@ -159,10 +159,12 @@ impl RateLimiter {
             .retain(|_, b| now.saturating_duration_since(b.last) <= IDLE_TIMEOUT);
     }
 
+    #[cfg(any(test, feature = "internals"))]
     pub fn len(&self) -> usize {
         self.table.len()
     }
 
+    #[cfg(any(test, feature = "internals"))]
     pub fn is_empty(&self) -> bool {
         self.table.is_empty()
     }

@@ -7,7 +7,7 @@ use crate::crypto;
 use crate::log;
 use crate::proto::device::{Device, DropReason, Pending, Verdict};
 use crate::proto::noise;
-use crate::proto::peer::{short_key, PeerId};
+use crate::proto::peer::short_key;
 use crate::proto::timers::{KEEPALIVE_TIMEOUT, REJECT_AFTER_TIME, REKEY_TIMEOUT};
 use crate::proto::wire::{self, Kind};
 use std::net::SocketAddr;
@@ -289,7 +289,8 @@ impl Device {
     }
 
     /// Test and diagnostics helper: the peer a receiver index belongs to.
-    pub fn peer_of_index(&self, index: u32) -> Option<PeerId> {
+    #[cfg(any(test, feature = "internals"))]
+    pub fn peer_of_index(&self, index: u32) -> Option<crate::proto::peer::PeerId> {
         self.indices.get(&index).copied()
     }
 }

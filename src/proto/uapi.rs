@@ -220,6 +220,7 @@ impl fmt::Debug for PeerInfo {
 /// The whole buffer is rescanned on each call; callers feeding a large
 /// request in tiny reads pay quadratic time, bounded by
 /// [`MAX_REQUEST_BYTES`].
+#[cfg(any(test, feature = "internals"))]
 pub fn parse_request(buf: &[u8]) -> Result<Option<(Request, usize)>, (UapiError, usize)> {
     parse_request_resume(buf, &mut 0)
 }

@@ -1069,19 +1069,8 @@ impl Daemon {
         self.slots.iter().flatten().find(|s| s.io.ifname == ifname)
     }
 
-    pub fn get_mut(&mut self, ifname: &str) -> Option<&mut Slot> {
-        self.slots
-            .iter_mut()
-            .flatten()
-            .find(|s| s.io.ifname == ifname)
-    }
-
     pub fn slots(&self) -> impl Iterator<Item = &Slot> {
         self.slots.iter().flatten()
-    }
-
-    pub fn slots_mut(&mut self) -> impl Iterator<Item = &mut Slot> {
-        self.slots.iter_mut().flatten()
     }
 
     /// Applies a configuration change to one interface with the UAPI's semantics (see
@@ -1097,19 +1086,6 @@ impl Daemon {
         match s.io.apply_set(req, &mut s.dev, buf) {
             0 => Ok(()),
             e => Err(e),
-        }
-    }
-
-    /// Sends what a configuration change made the device want to send (handshakes).
-    pub fn flush(&mut self, ifname: &str) {
-        let buf = &mut self.buf;
-        if let Some(s) = self
-            .slots
-            .iter_mut()
-            .flatten()
-            .find(|s| s.io.ifname == ifname)
-        {
-            s.io.flush_outputs(&mut s.dev, buf);
         }
     }
 

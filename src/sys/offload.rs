@@ -320,10 +320,12 @@ impl Default for TcpCoalescer {
 
 impl TcpCoalescer {
     /// Packets in the current group.
+    #[cfg(any(test, feature = "internals"))]
     pub fn len(&self) -> usize {
         self.n
     }
 
+    #[cfg(any(test, feature = "internals"))]
     pub fn is_empty(&self) -> bool {
         self.n == 0
     }

@@ -53,10 +53,6 @@ impl Poller {
         self.reg.add(fd, token, interest)
     }
 
-    pub fn delete(&self, fd: BorrowedFd) {
-        self.reg.delete(fd)
-    }
-
     /// Waits up to `timeout` (None: forever) and calls `f(token)` for each ready source.
     pub fn wait(&mut self, timeout: Option<Duration>, mut f: impl FnMut(u64)) -> io::Result<()> {
         // Round up: waking a little late for a protocol timer is fine, spinning early is not.
