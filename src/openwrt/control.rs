@@ -314,10 +314,8 @@ impl Managed {
     }
 
     fn new_private_key(&mut self) -> Key {
-        let mut k = Zeroizing::new([0u8; 32]);
-        self.rng.fill(&mut k[..]);
-        k[0] &= 248;
-        k[31] = (k[31] & 127) | 64;
+        let mut k = self.rng.key();
+        *k = crypto::clamp(*k);
         k
     }
 
