@@ -1,0 +1,163 @@
+//! UDP to TUN: datagrams read in batches (GRO trains split), decrypted in place and written
+//! to the TUN device, TCP segments coalesced for one offloaded write; handshake sockets.
+
+use super::*;
+
+/// `dev.decapsulate`; with `charge` (see `Slot::turn`), the time a handshake message took is
+/// charged to the device's handshake budget.
+fn decapsulate_timed(
+    dev: &mut Device,
+    now: Instant,
+    from: SocketAddr,
+    buf: &mut [u8],
+    len: usize,
+    charge: bool,
+) -> Verdict {
+    let handshake = |m: &[u8]| {
+        matches!(
+            wire::classify(m),
+            Some(wire::Kind::Initiation | wire::Kind::Response)
+        )
+    };
+    let t0 = (charge && buf.get(..len).is_some_and(handshake)).then(Instant::now);
+    let verdict = dev.decapsulate(now, from, buf, len);
+    if let Some(t0) = t0 {
+        dev.charge_handshake(t0.elapsed());
+    }
+    verdict
+}
+
+/// One TUN write gathering `parts` (writev).
+#[allow(unsafe_code)] // writev has no safe std API for a raw fd
+fn write_tun_parts(tun: &Tun, parts: &[&[u8]]) -> io::Result<usize> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: iovec is plain data; zeroed is valid.
+    let mut iov: [libc::iovec; offload::MAX_COALESCE] = unsafe { std::mem::zeroed() };
+    let n = parts.len().min(offload::MAX_COALESCE);
+    for (v, p) in iov.iter_mut().zip(&parts[..n]) {
+        v.iov_base = p.as_ptr() as *mut libc::c_void;
+        v.iov_len = p.len();
+    }
+    // SAFETY: the iovecs point into live buffers of the stated sizes; writev only reads them.
+    let r = unsafe { libc::writev(tun.file().as_raw_fd(), iov.as_ptr(), n as libc::c_int) };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r as usize)
+    }
+}
+
+impl Io {
+    /// Writes a coalesced group (with TUN offload), or nothing if it is empty.
+    pub(super) fn flush_group(&self, co: &mut offload::TcpCoalescer, buf: &mut [u8]) {
+        if let Some(Err(e)) = co.flush(buf, |parts| write_tun_parts(&self.tun, parts)) {
+            if e.kind() != io::ErrorKind::WouldBlock {
+                log::verbose(format_args!("TUN write failed: {e}"));
+            }
+        }
+    }
+
+    /// Reads up to BATCH receive calls (each may carry a GRO train of datagrams); true if
+    /// more may be waiting. With TUN offload, consecutive TCP segments of one flow within a
+    /// train go to the TUN as one GSO write (see `offload::TcpCoalescer`).
+    pub(super) fn drain_udp(
+        &self,
+        v6: bool,
+        dev: &mut Device,
+        buf: &mut [u8],
+        co: &mut offload::TcpCoalescer,
+        charge: bool,
+    ) -> bool {
+        let vnet = self.tun.vnet_hdr_len() != 0;
+        let sock = if v6 {
+            match &self.udp6 {
+                Some(s) => s,
+                None => return false,
+            }
+        } else {
+            &self.udp4
+        };
+        for _ in 0..BATCH {
+            let (n, from, seg) = match batch::recv_gro(sock, buf) {
+                Ok(r) => r,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
+                Err(e) => {
+                    log::verbose(format_args!("UDP receive failed: {e}"));
+                    return false;
+                }
+            };
+            let from = endpoint::canonical(from);
+            // Per receive, not per batch: a batch of handshakes can take tens of milliseconds,
+            // and the rate limiter and handshake spacing must see the real time (vDSO, ~20 ns).
+            let now = Instant::now();
+            let mut off = 0;
+            while off < n {
+                let end = (off + seg).min(n);
+                let chunk = &mut buf[off..end];
+                let len = chunk.len();
+                let verdict = decapsulate_timed(dev, now, from, chunk, len, charge);
+                match verdict {
+                    Verdict::WriteTun { start, len } if vnet => {
+                        let start = off + start;
+                        if !co.add(buf, start, len) {
+                            self.flush_group(co, buf);
+                            if !co.add(buf, start, len) {
+                                self.write_tun(buf, start, len);
+                            }
+                        }
+                    }
+                    Verdict::WriteTun { start, len } => self.write_tun(chunk, start, len),
+                    Verdict::SendUdp { to, len } => self.send_udp(to, &chunk[..len]),
+                    Verdict::Done | Verdict::Drop(_) => {}
+                }
+                off = end;
+            }
+            // The next receive reuses the buffer the group points into.
+            self.flush_group(co, buf);
+        }
+        true
+    }
+
+    /// One `recvmmsg` from a handshake socket (at most SMALL_BATCH datagrams, whatever is
+    /// queued: under a flood the rest waits for the next turn, after the tunnel's packets, or
+    /// is dropped by the kernel when the queue is full); true if more may be waiting.
+    pub(super) fn drain_hs(
+        &self,
+        v6: bool,
+        dev: &mut Device,
+        small: &mut batch::SmallBatch,
+        charge: bool,
+    ) -> bool {
+        let Some(sock) = (if v6 { &self.hs6 } else { &self.hs4 }) else {
+            return false;
+        };
+        let n = match batch::recv_small(sock, small) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
+            Err(e) => {
+                log::verbose(format_args!("UDP receive failed: {e}"));
+                return false;
+            }
+        };
+        let now = Instant::now();
+        for i in 0..n {
+            let Some((slot, len, from, truncated)) = small.get(i) else {
+                continue;
+            };
+            if truncated {
+                dev.count_drop(DropReason::TooBig);
+                continue;
+            }
+            let from = endpoint::canonical(from);
+            let verdict = decapsulate_timed(dev, now, from, slot, len, charge);
+            match verdict {
+                Verdict::SendUdp { to, len } => self.send_udp(to, &slot[..len]),
+                // Data is steered to the other socket; should one come here anyway, it is
+                // still delivered.
+                Verdict::WriteTun { start, len } => self.write_tun(slot, start, len),
+                Verdict::Done | Verdict::Drop(_) => {}
+            }
+        }
+        n == batch::SMALL_BATCH
+    }
+}

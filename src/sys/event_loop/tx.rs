@@ -1,0 +1,289 @@
+//! TUN to UDP: packets read from the TUN device in batches, encrypted in place in reused
+//! slots and sent with UDP GSO where the kernel has it.
+
+use super::*;
+
+/// Space after a TUN packet in its slot: padding to 16 plus the tag.
+pub(super) const TX_TAILROOM: usize = 32;
+
+/// Reused TX buffers: one slot per packet of a batch, so a whole batch can be encrypted in
+/// place and handed to one GSO send without copying.
+pub(super) struct TxBatch {
+    pub(super) arena: Vec<u8>,
+    pub(super) slot_len: usize,
+    pub(super) out: Vec<(SocketAddr, usize, usize)>,
+    /// With TUN offload: where a TCP super-packet is assembled before it is cut into slots.
+    /// A read fills the current slot first and spills the rest here, after room for what
+    /// the slot took, so an ordinary packet lands in its slot with no copy at all.
+    pub(super) spill: Vec<u8>,
+}
+
+/// Largest packet a TUN read returns with TSO on (IP's 16-bit length).
+const TUN_MAX_PACKET: usize = 65535;
+
+/// Segments one `drain_tun` turn may produce with TUN offload before it lets the other
+/// sources run (about what BATCH plain reads would bring).
+const TX_SEGMENT_BUDGET: usize = 2 * BATCH;
+
+impl TxBatch {
+    pub(super) fn new(mtu: usize, vnet: bool) -> TxBatch {
+        let slot_len = (mtu.max(1280) + HEADROOM + TX_TAILROOM).next_multiple_of(64);
+        TxBatch {
+            arena: vec![0; slot_len * BATCH],
+            slot_len,
+            out: Vec::with_capacity(BATCH),
+            spill: if vnet {
+                vec![0; slot_len + TUN_MAX_PACKET]
+            } else {
+                Vec::new()
+            },
+        }
+    }
+
+    /// Packet bytes a slot holds (its read window).
+    pub(super) fn slot_cap(&self) -> usize {
+        self.slot_len - HEADROOM - TX_TAILROOM
+    }
+}
+
+/// One TUN read into `head` and, past its end, `spill` (readv); returns the bytes read.
+#[allow(unsafe_code)] // readv has no safe std API for a raw fd
+fn read_tun_split(tun: &Tun, head: &mut [u8], spill: &mut [u8]) -> io::Result<usize> {
+    use std::os::fd::AsRawFd;
+    let iov = [
+        libc::iovec {
+            iov_base: head.as_mut_ptr() as *mut libc::c_void,
+            iov_len: head.len(),
+        },
+        libc::iovec {
+            iov_base: spill.as_mut_ptr() as *mut libc::c_void,
+            iov_len: spill.len(),
+        },
+    ];
+    // SAFETY: both iovecs point into live, exclusively borrowed buffers of the stated sizes.
+    let r = unsafe { libc::readv(tun.file().as_raw_fd(), iov.as_ptr(), 2) };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r as usize)
+    }
+}
+
+/// Errors that mean the kernel or the device cannot do UDP segmentation offload.
+fn gso_unsupported(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EIO) | Some(libc::EINVAL) | Some(libc::EOPNOTSUPP) | Some(libc::ENOPROTOOPT)
+    )
+}
+
+impl Io {
+    /// Reads up to BATCH packets from the TUN device, each into its own slot where it is
+    /// encrypted in place, then sends them all; true if more may be waiting.
+    pub(super) fn drain_tun(&mut self, dev: &mut Device, tx: &mut TxBatch) -> Result<bool, io::Error> {
+        if self.tun.vnet_hdr_len() != 0 {
+            return self.drain_tun_offload(dev, tx);
+        }
+        let now = Instant::now();
+        tx.out.clear();
+        let slot_len = tx.slot_len;
+        let mut more = true;
+        for i in 0..BATCH {
+            let slot = &mut tx.arena[i * slot_len..(i + 1) * slot_len];
+            let n = match self
+                .tun
+                .file()
+                .read(&mut slot[HEADROOM..slot_len - TX_TAILROOM])
+            {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    more = false;
+                    break;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if let Verdict::SendUdp { to, len } = dev.encapsulate(now, slot, n) {
+                tx.out.push((endpoint::canonical(to), i, len));
+            }
+        }
+        self.send_batch(tx);
+        Ok(more)
+    }
+
+    /// `drain_tun` with TUN offload: every read is a virtio-net header and a packet. A plain
+    /// packet is encrypted where it was read (its checksum completed first if the kernel
+    /// left it partial); a TCP super-packet is cut into MTU-sized segments, each written
+    /// into the next slot (the one copy it costs) and encrypted there. A batch whose slots
+    /// run out is sent and the slots reused. True if more may be waiting.
+    pub(super) fn drain_tun_offload(&mut self, dev: &mut Device, tx: &mut TxBatch) -> Result<bool, io::Error> {
+        let now = Instant::now();
+        tx.out.clear();
+        let (slot_len, cap) = (tx.slot_len, tx.slot_cap());
+        let vh = offload::VNET_HDR_LEN;
+        let mut i = 0; // next free slot
+        let mut produced = 0;
+        let mut more = true;
+        for _ in 0..BATCH {
+            if produced >= TX_SEGMENT_BUDGET {
+                break;
+            }
+            if i == BATCH {
+                self.send_batch(tx);
+                tx.out.clear();
+                i = 0;
+            }
+            let base = i * slot_len;
+            let (head, spill) = (
+                &mut tx.arena[base + HEADROOM - vh..base + HEADROOM + cap],
+                &mut tx.spill[cap..],
+            );
+            let n = match read_tun_split(&self.tun, head, spill) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    more = false;
+                    break;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            let Some(hdr) = offload::VnetHdr::parse(&tx.arena[base + HEADROOM - vh..]) else {
+                continue;
+            };
+            let len = n.saturating_sub(vh);
+            if !hdr.is_gso() {
+                if len > cap {
+                    continue; // larger than the MTU without GSO: nothing sane to send
+                }
+                let slot = &mut tx.arena[base..base + slot_len];
+                if hdr.flags & offload::F_NEEDS_CSUM != 0
+                    && !offload::complete_csum(
+                        &mut slot[HEADROOM..HEADROOM + len],
+                        hdr.csum_start as usize,
+                        hdr.csum_offset as usize,
+                    )
+                {
+                    continue;
+                }
+                if let Verdict::SendUdp { to, len } = dev.encapsulate(now, slot, len) {
+                    tx.out.push((endpoint::canonical(to), i, len));
+                }
+                i += 1;
+                produced += 1;
+                continue;
+            }
+            // A super-packet: make it contiguous in `spill` (the slot held its start).
+            let head_len = len.min(cap);
+            tx.spill[..head_len]
+                .copy_from_slice(&tx.arena[base + HEADROOM..base + HEADROOM + head_len]);
+            let Some(mut segs) = offload::TcpSegments::new(&hdr, &tx.spill[..len]) else {
+                log::verbose(format_args!(
+                    "TUN: dropped a GSO packet we cannot cut (type {})",
+                    hdr.gso_type
+                ));
+                continue;
+            };
+            if segs.max_segment_len() > cap {
+                log::verbose(format_args!(
+                    "TUN: dropped a GSO packet with {}-byte segments",
+                    segs.max_segment_len()
+                ));
+                continue;
+            }
+            // Keep one super-packet in one UDP GSO send where it fits.
+            if i + segs.remaining() > BATCH && i > 0 {
+                self.send_batch(tx);
+                tx.out.clear();
+                i = 0;
+            }
+            loop {
+                if i == BATCH {
+                    self.send_batch(tx);
+                    tx.out.clear();
+                    i = 0;
+                }
+                let slot = &mut tx.arena[i * slot_len..(i + 1) * slot_len];
+                let Some(seg_len) = segs.next_into(&mut slot[HEADROOM..HEADROOM + cap]) else {
+                    break;
+                };
+                if let Verdict::SendUdp { to, len } = dev.encapsulate(now, slot, seg_len) {
+                    tx.out.push((endpoint::canonical(to), i, len));
+                }
+                i += 1;
+                produced += 1;
+            }
+        }
+        self.send_batch(tx);
+        Ok(more)
+    }
+
+    /// Sends the batch: runs of equal-sized datagrams to one endpoint go out as one GSO
+    /// send where the kernel allows it, everything else one datagram at a time.
+    pub(super) fn send_batch(&mut self, tx: &TxBatch) {
+        let mut j = 0;
+        while j < tx.out.len() {
+            let (to, _, seg) = tx.out[j];
+            let mut k = j + 1;
+            let mut bytes = seg;
+            if self.gso && seg <= self.gso_max_seg {
+                while k < tx.out.len()
+                    && k - j < batch::MAX_SEGMENTS
+                    && tx.out[k].0 == to
+                    && tx.out[k].2 <= seg
+                    && bytes + tx.out[k].2 <= batch::MAX_GSO_BYTES
+                {
+                    bytes += tx.out[k].2;
+                    k += 1;
+                    if tx.out[k - 1].2 < seg {
+                        break; // only the last segment may be shorter
+                    }
+                }
+            }
+            let slot = |i: usize, len: usize| &tx.arena[i * tx.slot_len..i * tx.slot_len + len];
+            if k - j > 1 {
+                let mut segs: [&[u8]; batch::MAX_SEGMENTS] = [&[]; batch::MAX_SEGMENTS];
+                for (d, &(_, i, len)) in segs.iter_mut().zip(&tx.out[j..k]) {
+                    *d = slot(i, len);
+                }
+                let sent = self
+                    .socket_for(to)
+                    .map(|s| batch::send_segments(s, to, &segs[..k - j], seg));
+                if let Some(Err(e)) = sent {
+                    let one_by_one = if gso_unsupported(&e) {
+                        log::info(format_args!(
+                            "UDP GSO unavailable ({e}), sending one datagram per call"
+                        ));
+                        self.gso = false;
+                        true
+                    } else if e.raw_os_error() == Some(libc::EMSGSIZE) {
+                        // The path MTU is below our datagram size: GSO refuses to build
+                        // fragments, single sends let the kernel fragment as usual.
+                        log::verbose(format_args!(
+                            "UDP GSO refused {seg}-byte segments to {to} ({e})"
+                        ));
+                        self.gso_max_seg = seg - 1;
+                        true
+                    } else {
+                        false // full socket buffer: dropped, as a congested link would
+                    };
+                    if one_by_one {
+                        for &(_, i, len) in &tx.out[j..k] {
+                            self.send_udp(to, slot(i, len));
+                        }
+                    }
+                }
+            } else {
+                let (_, i, len) = tx.out[j];
+                self.send_udp(to, slot(i, len));
+            }
+            j = k;
+        }
+    }
+
+    pub(super) fn socket_for(&self, to: SocketAddr) -> Option<&UdpSocket> {
+        match to {
+            SocketAddr::V4(_) => Some(&self.udp4),
+            SocketAddr::V6(_) => self.udp6.as_ref(),
+        }
+    }
+}

@@ -1,0 +1,272 @@
+//! The UAPI socket's clients: accepting them, reading requests, answering `get` and
+//! applying `set`, with bounds so a client cannot take the thread from the packets.
+
+use super::*;
+
+const MAX_CLIENTS: usize = 16;
+
+/// A UAPI client that sends nothing for this long is disconnected.
+pub(super) const CLIENT_IDLE: Duration = Duration::from_secs(10);
+
+/// Requests answered per client per loop turn, so packets keep flowing during a burst.
+const MAX_REQUESTS_PER_TURN: usize = 16;
+
+/// UAPI connections accepted per loop turn: a connection flood gets a bounded share of the
+/// thread, packets the rest (the backlog waits for the next turn).
+const MAX_ACCEPTS_PER_TURN: usize = 4;
+
+/// Stop answering a client whose unread replies reach this size until it reads them.
+const OUTBUF_HIGH: usize = 1 << 20;
+
+/// `v.extend_from_slice(data)`, but a reallocation wipes the old allocation first: a growing
+/// UAPI request may hold a private key, and `Vec` growth frees the old copy as it is.
+fn extend_wiping(v: &mut Vec<u8>, data: &[u8]) {
+    uapi::reserve_wiping(v, data.len());
+    v.extend_from_slice(data);
+}
+
+impl Client {
+    /// Read more only while there is room and the client keeps up with its replies.
+    fn wants_read(&self) -> bool {
+        !self.closing
+            && self.inbuf.len() <= uapi::MAX_REQUEST_BYTES
+            && self.outbuf.len() < OUTBUF_HIGH
+    }
+}
+
+pub(super) struct Client {
+    stream: UnixStream,
+    inbuf: Vec<u8>,
+    outbuf: Vec<u8>,
+    /// How much of `outbuf` is already written.
+    out_pos: usize,
+    pub(super) last_active: Instant,
+    /// Close once `outbuf` is written (EOF seen or a framing error).
+    closing: bool,
+    /// We stopped reading with input possibly pending: edge-triggered readiness will not
+    /// report it again, so the loop must come back by itself.
+    read_blocked: bool,
+    /// Where the next parse of `inbuf` may resume (see `uapi::parse_request_resume`).
+    scan_hint: usize,
+}
+
+impl Io {
+    /// Accepts at most [`MAX_ACCEPTS_PER_TURN`] connections; true if more may be waiting.
+    pub(super) fn accept_clients(&mut self) -> bool {
+        for _ in 0..MAX_ACCEPTS_PER_TURN {
+            match self.uapi.accept() {
+                Ok((stream, _)) => {
+                    let token = self.base + self.next_client_token;
+                    if stream.set_nonblocking(true).is_err()
+                        || self
+                            .reg
+                            .add(stream.as_fd(), token, Interest::ReadWrite)
+                            .is_err()
+                    {
+                        continue;
+                    }
+                    self.next_client_token += 1;
+                    if self.clients.len() >= MAX_CLIENTS {
+                        // Evict the longest-idle client so a connection flood cannot lock
+                        // out `wg`.
+                        if let Some(i) =
+                            (0..self.clients.len()).min_by_key(|&i| self.clients[i].last_active)
+                        {
+                            let mut c = self.clients.swap_remove(i);
+                            c.outbuf.zeroize();
+                        }
+                    }
+                    self.clients.push(Client {
+                        stream,
+                        read_blocked: false,
+                        scan_hint: 0,
+                        inbuf: Vec::new(),
+                        outbuf: Vec::new(),
+                        out_pos: 0,
+                        last_active: Instant::now(),
+                        closing: false,
+                    });
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => return false,
+            }
+        }
+        true
+    }
+
+    /// Serves every client; true if one still has requests waiting (turn limit reached).
+    pub(super) fn service_clients(&mut self, dev: &mut Device, buf: &mut [u8]) -> bool {
+        let now = Instant::now();
+        let mut more = false;
+        let mut i = 0;
+        while i < self.clients.len() {
+            match self.service_client(i, dev, buf, now) {
+                Some(m) => {
+                    more |= m;
+                    i += 1;
+                }
+                None => {
+                    let mut c = self.clients.swap_remove(i);
+                    c.outbuf.zeroize();
+                    c.inbuf.zeroize();
+                }
+            }
+        }
+        more
+    }
+
+    /// Reads, answers and writes for one client. `None` when it should be closed, else
+    /// whether it has more requests to answer on the next turn.
+    pub(super) fn service_client(
+        &mut self,
+        i: usize,
+        dev: &mut Device,
+        buf: &mut [u8],
+        now: Instant,
+    ) -> Option<bool> {
+        let c = &mut self.clients[i];
+        c.read_blocked = false;
+        loop {
+            if !c.wants_read() {
+                c.read_blocked = !c.closing;
+                break;
+            }
+            match (&c.stream).read(&mut buf[..65536]) {
+                Ok(0) => {
+                    c.closing = true;
+                    break;
+                }
+                Ok(n) => {
+                    extend_wiping(&mut c.inbuf, &buf[..n]);
+                    buf[..n].zeroize();
+                    c.last_active = now;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => return None,
+            }
+        }
+        // Answer a bounded number of requests per turn, and none while the client is not
+        // reading its replies, so one client cannot hold the thread or grow memory.
+        let mut off = 0;
+        let mut handled = 0;
+        let mut more = false;
+        loop {
+            let c = &self.clients[i];
+            if handled == MAX_REQUESTS_PER_TURN || c.outbuf.len() >= OUTBUF_HIGH {
+                more = handled == MAX_REQUESTS_PER_TURN;
+                break;
+            }
+            let mut hint = if off == 0 { c.scan_hint } else { 0 };
+            let parsed = uapi::parse_request_resume(&c.inbuf[off..], &mut hint);
+            // Relative to inbuf[off..], which is where inbuf starts after the drain below.
+            self.clients[i].scan_hint = hint;
+            let (consumed, errno, fatal) = match parsed {
+                Ok(None) => break,
+                Ok(Some((req, consumed))) => {
+                    (consumed, self.handle_request(req, i, dev, buf), false)
+                }
+                Err((e, consumed)) => {
+                    log::verbose(format_args!("UAPI request refused: {e}"));
+                    (consumed, Some(e.errno), true)
+                }
+            };
+            handled += 1;
+            off += consumed;
+            let c = &mut self.clients[i];
+            if let Some(errno) = errno {
+                uapi::write_errno(&mut c.outbuf, errno);
+            }
+            if fatal {
+                c.closing = true;
+                c.scan_hint = 0;
+                off = c.inbuf.len();
+                break;
+            }
+        }
+        let c = &mut self.clients[i];
+        // The shift leaves stale copies of the unconsumed tail (maybe a `set` with a key)
+        // past the new end: zero them.
+        let rest = c.inbuf.len() - off;
+        c.inbuf.copy_within(off.., 0);
+        c.inbuf[rest..].zeroize();
+        c.inbuf.truncate(rest);
+        while c.out_pos < c.outbuf.len() {
+            match (&c.stream).write(&c.outbuf[c.out_pos..]) {
+                Ok(0) => return None,
+                Ok(n) => {
+                    c.out_pos += n;
+                    c.last_active = now;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => return None,
+            }
+        }
+        if c.out_pos == c.outbuf.len() {
+            c.outbuf.zeroize(); // replies may hold the private key
+            c.out_pos = 0;
+        }
+        if c.outbuf.is_empty() && c.closing {
+            return None;
+        }
+        let more = more || (c.read_blocked && c.wants_read());
+        (now.saturating_duration_since(c.last_active) < CLIENT_IDLE).then_some(more)
+    }
+
+    /// Answers one request. Returns the errno to send for `set` (get writes its own reply).
+    pub(super) fn handle_request(
+        &mut self,
+        req: Request,
+        i: usize,
+        dev: &mut Device,
+        buf: &mut [u8],
+    ) -> Option<i32> {
+        match req {
+            Request::Get => {
+                let info = dev.info();
+                uapi::write_get_reply(&mut self.clients[i].outbuf, &info);
+                None
+            }
+            Request::Set(req) => Some(self.apply_set(req, dev, buf)),
+        }
+    }
+
+    /// Applies a validated set request: a new listen port is bound first, so a port in use
+    /// fails the whole request with nothing applied. Returns the errno (0: done).
+    pub(super) fn apply_set(&mut self, mut req: uapi::SetRequest, dev: &mut Device, buf: &mut [u8]) -> i32 {
+        let now = Instant::now();
+        let mark = req.fwmark.unwrap_or(dev.fwmark);
+        let mut rebound = false;
+        if let Some(port) = req.listen_port.filter(|&p| p != dev.listen_port) {
+            match udp::bind(port, mark, dev.index_tag()) {
+                Ok(pair) => {
+                    req.listen_port = Some(pair.port);
+                    if let Err(e) = self.set_udp(pair) {
+                        log::error(format_args!("cannot use new UDP sockets: {e}"));
+                        return e.raw_os_error().unwrap_or(libc::EIO);
+                    }
+                    rebound = true;
+                }
+                Err(e) => {
+                    log::error(format_args!("cannot listen on port {port}: {e}"));
+                    return e.raw_os_error().unwrap_or(libc::EADDRINUSE);
+                }
+            }
+        }
+        let applied = dev.apply(&req, now);
+        if applied.fwmark_changed && !rebound {
+            let socks = [&self.udp6, &self.hs4, &self.hs6];
+            for s in std::iter::once(&self.udp4).chain(socks.into_iter().flatten()) {
+                if let Err(e) = udp::set_mark(s, dev.fwmark) {
+                    log::error(format_args!("cannot set fwmark: {e}"));
+                }
+            }
+        }
+        if rebound {
+            log::info(format_args!("listening on port {}", dev.listen_port));
+        }
+        self.flush_outputs(dev, buf);
+        0
+    }
+}
