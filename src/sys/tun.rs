@@ -5,12 +5,12 @@
 //! offload (TUNSETOFFLOAD), so the kernel hands us TCP super-packets of up to 64 KiB that we
 //! cut ourselves (see `offload`), and every read and write carries a virtio-net header.
 //! If the kernel refuses the offload, that device is closed (which deletes it) and created
-//! again through the `tun-tap` crate exactly as before: IFF_TUN | IFF_NO_PI, no header.
+//! again as a plain IFF_TUN | IFF_NO_PI device, one packet per read and no header.
 #![allow(unsafe_code)] // ioctls for the device, its offloads and MTU; taking ownership of the fd
 
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, IntoRawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd};
 use std::os::unix::fs::OpenOptionsExt;
 
 pub struct Tun {
@@ -44,16 +44,7 @@ impl Tun {
                         "TUN offload unavailable ({e}), one packet per read"
                     ));
                 }
-                let iface = tun_tap::Iface::without_packet_info(name, tun_tap::Mode::Tun)?;
-                iface.set_non_blocking()?;
-                let name = iface.name().to_string();
-                // SAFETY: into_raw_fd hands over the only owner of a valid open fd.
-                let file = unsafe { File::from_raw_fd(iface.into_raw_fd()) };
-                Tun {
-                    file,
-                    name,
-                    vnet: false,
-                }
+                Self::open(name, false)?
             }
         };
         tun.set_mtu(mtu)?;
@@ -63,6 +54,24 @@ impl Tun {
     /// Creates the device with a virtio-net header and TSO/checksum offload. On any error
     /// the fd is closed, which removes the device again.
     fn create_offload(name: &str) -> io::Result<Tun> {
+        let tun = Self::open(name, true)?;
+        // SAFETY: TUNSETOFFLOAD takes its flags by value.
+        if unsafe {
+            libc::ioctl(
+                tun.file.as_raw_fd(),
+                libc::TUNSETOFFLOAD as _,
+                OFFLOADS as libc::c_ulong,
+            )
+        } < 0
+        {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(tun)
+    }
+
+    /// Opens /dev/net/tun non-blocking and attaches it to TUN device `name` (created if
+    /// absent), with a virtio-net header on every packet when `vnet`.
+    fn open(name: &str, vnet: bool) -> io::Result<Tun> {
         let file = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
@@ -71,17 +80,14 @@ impl Tun {
         let mut tun = Tun {
             file,
             name: name.to_string(),
-            vnet: true,
+            vnet,
         };
         let mut req = tun.ifreq();
-        req.ifr_ifru.ifru_flags = (libc::IFF_TUN | libc::IFF_NO_PI | libc::IFF_VNET_HDR) as _;
+        let vnet_flag = if vnet { libc::IFF_VNET_HDR } else { 0 };
+        req.ifr_ifru.ifru_flags = (libc::IFF_TUN | libc::IFF_NO_PI | vnet_flag) as _;
         let fd = tun.file.as_raw_fd();
         // SAFETY: TUNSETIFF reads and writes an ifreq we own for the duration of the call.
         if unsafe { libc::ioctl(fd, libc::TUNSETIFF as _, &mut req) } < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: TUNSETOFFLOAD takes its flags by value.
-        if unsafe { libc::ioctl(fd, libc::TUNSETOFFLOAD as _, OFFLOADS as libc::c_ulong) } < 0 {
             return Err(io::Error::last_os_error());
         }
         // The kernel wrote back the name it chose (a pattern such as "wg%d" gets a number).
