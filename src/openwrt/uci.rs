@@ -56,7 +56,6 @@ impl Value {
             Value::List(l) => l,
         }
     }
-
 }
 
 /// One `config` section.
@@ -81,7 +80,6 @@ impl Section {
             .find(|(n, _)| n == option)
             .map(|(_, v)| v)
     }
-
 }
 
 /// A parsed file: its sections in order.

@@ -80,7 +80,11 @@ fn gso_unsupported(e: &io::Error) -> bool {
 impl Io {
     /// Reads up to BATCH packets from the TUN device, each into its own slot where it is
     /// encrypted in place, then sends them all; true if more may be waiting.
-    pub(super) fn drain_tun(&mut self, dev: &mut Device, tx: &mut TxBatch) -> Result<bool, io::Error> {
+    pub(super) fn drain_tun(
+        &mut self,
+        dev: &mut Device,
+        tx: &mut TxBatch,
+    ) -> Result<bool, io::Error> {
         if self.tun.vnet_hdr_len() != 0 {
             return self.drain_tun_offload(dev, tx);
         }
@@ -116,7 +120,11 @@ impl Io {
     /// left it partial); a TCP super-packet is cut into MTU-sized segments, each written
     /// into the next slot (the one copy it costs) and encrypted there. A batch whose slots
     /// run out is sent and the slots reused. True if more may be waiting.
-    pub(super) fn drain_tun_offload(&mut self, dev: &mut Device, tx: &mut TxBatch) -> Result<bool, io::Error> {
+    pub(super) fn drain_tun_offload(
+        &mut self,
+        dev: &mut Device,
+        tx: &mut TxBatch,
+    ) -> Result<bool, io::Error> {
         let now = Instant::now();
         tx.out.clear();
         let (slot_len, cap) = (tx.slot_len, tx.slot_cap());

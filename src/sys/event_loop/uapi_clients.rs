@@ -234,7 +234,12 @@ impl Io {
 
     /// Applies a validated set request: a new listen port is bound first, so a port in use
     /// fails the whole request with nothing applied. Returns the errno (0: done).
-    pub(super) fn apply_set(&mut self, mut req: uapi::SetRequest, dev: &mut Device, buf: &mut [u8]) -> i32 {
+    pub(super) fn apply_set(
+        &mut self,
+        mut req: uapi::SetRequest,
+        dev: &mut Device,
+        buf: &mut [u8],
+    ) -> i32 {
         let now = Instant::now();
         let mark = req.fwmark.unwrap_or(dev.fwmark);
         let mut rebound = false;
