@@ -1,0 +1,261 @@
+//! The daemon glue of managed mode: the `Managed` control hook of the event loop (ubus and
+//! DNS sockets, the once-a-second checks), applying a configuration to a running interface,
+//! and the clean stop.
+
+use super::diff;
+use super::endpoints::NamedEndpoint;
+use super::methods::{table, unix_now};
+// Through the parent's re-exports, which nothing else uses without the `internals` feature.
+use super::{object_spec, OBJECT};
+use crate::crypto::Rng;
+use crate::log;
+use crate::openwrt::blobmsg::Value;
+use crate::openwrt::config::InterfaceConfig;
+use crate::openwrt::dns::{self, DnsSockets, Endpoints, Resolver};
+use crate::openwrt::ubus::{Event, UbusClient};
+use crate::proto::peer::base64;
+use crate::proto::timers::REJECT_AFTER_TIME;
+use crate::sys::event_loop::{Control, Daemon, CONTROL_TOKEN};
+use crate::sys::iface;
+use crate::sys::poller::Interest;
+use std::collections::HashMap;
+use std::io;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+const UBUS_TOKEN: u64 = CONTROL_TOKEN;
+const DNS4_TOKEN: u64 = CONTROL_TOKEN + 1;
+const DNS6_TOKEN: u64 = CONTROL_TOKEN + 2;
+/// How often handshake events, stale peers and endpoint names are looked at.
+const CHECK_EVERY: Duration = Duration::from_secs(1);
+/// ubus reads per readiness report (each up to 16 KiB); the rest waits for the next turn.
+const UBUS_READS_PER_TURN: usize = 8;
+
+/// Where the configuration lives and how to write a generated key back.
+pub struct Options {
+    /// Directory of UCI files (`/etc/config`); the network file is `<dir>/network`.
+    pub config_dir: PathBuf,
+    /// The `uci` program, used only to save a generated private key.
+    pub uci: String,
+    pub ubus_socket: PathBuf,
+    /// The ubus CLI, used to tell netifd about endpoint addresses learnt from DNS.
+    pub ubus_cli: String,
+    /// Names of the interfaces that are up, kept on tmpfs: a daemon that finds it at start
+    /// was restarted (crash, procd respawn) and asks netifd to set them up again with `ifup`.
+    pub state_file: PathBuf,
+    /// The program that asks netifd to set an interface up.
+    pub ifup: String,
+}
+
+pub struct Managed {
+    pub(super) opts: Options,
+    pub(super) ubus: UbusClient,
+    /// The configuration each running interface was last set up from.
+    pub(super) running: HashMap<String, InterfaceConfig>,
+    pub(super) rng: Rng,
+    pub(super) dns: Resolver,
+    pub(super) dns_sockets: DnsSockets,
+    pub(super) endpoints: Endpoints<u64>,
+    pub(super) named: HashMap<u64, NamedEndpoint>,
+    pub(super) next_endpoint_id: u64,
+    next_check: Instant,
+    /// Last handshake (unix seconds) reported per (interface, peer), and whether the peer
+    /// was reported stale since.
+    pub(super) seen: HashMap<(String, [u8; 32]), (u64, bool)>,
+    /// `ubus call network.interface notify_proto` and `ifup` processes not yet reaped.
+    pub(super) children: Vec<std::process::Child>,
+    /// Interfaces a previous instance had up, to hand back to netifd once registered.
+    pub(super) restore: Vec<String>,
+}
+
+impl Managed {
+    pub fn new(opts: Options) -> io::Result<Managed> {
+        let ubus = UbusClient::new(opts.ubus_socket.clone(), object_spec());
+        let mut rng = Rng::from_os()?;
+        let mut seed = [0u8; 32];
+        rng.fill(&mut seed);
+        let dns_rng = Rng::from_seed(seed);
+        rng.fill(&mut seed);
+        let ep_rng = Rng::from_seed(seed);
+        let mut m = Managed {
+            opts,
+            ubus,
+            running: HashMap::new(),
+            rng,
+            dns: Resolver::new(dns::system_servers(), dns_rng),
+            dns_sockets: DnsSockets::new(DNS4_TOKEN, DNS6_TOKEN, 0),
+            endpoints: Endpoints::new(ep_rng),
+            named: HashMap::new(),
+            next_endpoint_id: 1,
+            next_check: Instant::now(),
+            seen: HashMap::new(),
+            children: Vec::new(),
+            restore: Vec::new(),
+        };
+        m.load_restore();
+        Ok(m)
+    }
+
+    /// Brings a running interface to `icfg`: `prev` is what it was set up from (None: fresh).
+    /// Peers that did not change are not touched, so their sessions survive.
+    pub(super) fn apply(
+        &mut self,
+        d: &mut Daemon,
+        icfg: &InterfaceConfig,
+        prev: Option<&InterfaceConfig>,
+    ) -> Result<(), String> {
+        let name = icfg.name.as_str();
+        let running: Vec<[u8; 32]> = d
+            .get(name)
+            .map(|s| s.dev.info().peers.iter().map(|p| p.public_key).collect())
+            .unwrap_or_default();
+        let req = diff::plan(icfg, prev, &running);
+        d.apply(name, req).map_err(|errno| {
+            format!(
+                "{name}: configuration refused: {}",
+                io::Error::from_raw_os_error(errno)
+            )
+        })?;
+        self.sync_endpoints(icfg, prev);
+        Ok(())
+    }
+
+    fn serve_ubus(&mut self, d: &mut Daemon) {
+        while let Some(ev) = self.ubus.poll_event() {
+            match ev {
+                Event::Registered { .. } => {
+                    log::info(format_args!("ubus object '{OBJECT}' registered"));
+                    self.restore_interfaces();
+                }
+                Event::Invoke {
+                    method,
+                    args,
+                    token,
+                } => self.answer(d, &method, &args, token),
+            }
+        }
+    }
+
+    /// Once a second: handshake and stale events, stalled peers re-resolved.
+    fn check_peers(&mut self, d: &mut Daemon, now: Instant) {
+        self.reap();
+        let unix = unix_now();
+        let stale_after = REJECT_AFTER_TIME.as_secs();
+        let mut events = Vec::new();
+        let mut stalled = Vec::new();
+        for s in d.slots() {
+            let name = s.io.ifname().to_string();
+            for p in s.dev.info().peers {
+                let hs = p.last_handshake.map_or(0, |(t, _)| t);
+                let key = (name.clone(), p.public_key);
+                let entry = self.seen.entry(key).or_insert((0, false));
+                if hs != 0 && hs != entry.0 {
+                    *entry = (hs, false);
+                    events.push(("solowg.handshake", name.clone(), p.public_key));
+                } else if hs != 0 && !entry.1 && unix.saturating_sub(hs) > stale_after {
+                    entry.1 = true;
+                    events.push(("solowg.stale", name.clone(), p.public_key));
+                }
+                if hs == 0 || unix.saturating_sub(hs) > stale_after {
+                    stalled.push((name.clone(), p.public_key));
+                }
+            }
+        }
+        for (ev, ifname, key) in events {
+            let data = table(vec![
+                ("interface", Value::str(ifname)),
+                ("public_key", Value::str(base64(&key))),
+            ]);
+            if self.ubus.is_connected() {
+                let _ = self.ubus.send_event(ev, &data);
+            }
+        }
+        for (id, n) in &self.named {
+            if stalled.contains(&(n.ifname.clone(), n.public_key)) {
+                self.endpoints.note_handshake_stalled(*id, now);
+            } else {
+                self.endpoints.note_handshake_completed(*id, now);
+            }
+        }
+    }
+
+    fn reap(&mut self) {
+        self.children
+            .retain_mut(|c| matches!(c.try_wait(), Ok(None)));
+    }
+
+    /// On SIGTERM: every interface's UAPI socket goes (the TUNs go with the process).
+    pub fn shutdown(&mut self, d: &mut Daemon) {
+        let names: Vec<String> = d.slots().map(|s| s.io.ifname().to_string()).collect();
+        for n in names {
+            self.down(d, &n);
+        }
+        // A clean stop is not a crash: nothing to hand back to netifd on the next start.
+        let _ = std::fs::remove_file(&self.opts.state_file);
+    }
+}
+
+impl Control for Managed {
+    fn on_ready(&mut self, token: u64, d: &mut Daemon) {
+        let now = Instant::now();
+        match token {
+            UBUS_TOKEN => {
+                for _ in 0..UBUS_READS_PER_TURN {
+                    if !self.ubus.on_readable() {
+                        break;
+                    }
+                }
+                self.ubus.on_writable();
+                self.serve_ubus(d);
+            }
+            DNS4_TOKEN | DNS6_TOKEN => {
+                let _ = self.dns_sockets.drain(token, &mut self.dns, now);
+                self.run_dns(d, now);
+            }
+            _ => {}
+        }
+    }
+
+    fn on_turn(&mut self, d: &mut Daemon, now: Instant) {
+        if self.ubus.on_timer(now) {
+            if let Some(fd) = self.ubus.fd() {
+                if let Err(e) = d.registry().add(fd, UBUS_TOKEN, Interest::ReadWrite) {
+                    log::error(format_args!("cannot watch the ubus socket: {e}"));
+                }
+            }
+            for _ in 0..UBUS_READS_PER_TURN {
+                if !self.ubus.on_readable() {
+                    break;
+                }
+            }
+            self.ubus.on_writable();
+        }
+        self.serve_ubus(d);
+        if now >= self.next_check {
+            self.next_check = now + CHECK_EVERY;
+            self.check_peers(d, now);
+            self.refresh_name_sources();
+            self.run_dns(d, now);
+        }
+    }
+
+    fn next_deadline(&self) -> Option<Instant> {
+        let now = Instant::now();
+        [
+            Some(self.next_check),
+            self.ubus.next_deadline(),
+            self.dns.next_deadline(),
+            self.endpoints.next_deadline(now),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    fn on_gone(&mut self, _d: &mut Daemon, ifname: &str, e: &io::Error) {
+        log::error(format_args!("{ifname}: interface gone ({e})"));
+        self.forget_endpoints(ifname);
+        self.running.remove(ifname);
+        let _ = std::fs::remove_file(iface::socket_path(ifname));
+    }
+}

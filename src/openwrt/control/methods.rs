@@ -1,0 +1,405 @@
+//! The ubus methods of the `solowg` object: up, down, reload, status, genkey, pubkey and
+//! genpsk, their arguments and the shape of their replies.
+
+use super::managed::Managed;
+use crate::crypto;
+use crate::log;
+use crate::openwrt::blobmsg::Value;
+use crate::openwrt::config::{self, InterfaceConfig, KeySpec};
+use crate::openwrt::ubus::{ArgType, Method, ObjectSpec, Status, Token};
+use crate::proto::peer::base64;
+use crate::proto::uapi::Key;
+use crate::sys::event_loop::Daemon;
+use crate::sys::iface;
+use std::net::IpAddr;
+use std::time::{SystemTime, UNIX_EPOCH};
+use zeroize::Zeroizing;
+
+pub const OBJECT: &str = "solowg";
+
+/// The ubus object `solowg`: its methods and their arguments (also what the fuzzer drives).
+pub fn object_spec() -> ObjectSpec {
+    ObjectSpec {
+        path: OBJECT.to_string(),
+        methods: vec![
+            Method::new("status", &[]),
+            Method::new("reload", &[]),
+            Method::new("up", &[("interface", ArgType::String)]),
+            Method::new("down", &[("interface", ArgType::String)]),
+            Method::new("genkey", &[]),
+            Method::new("pubkey", &[("private_key", ArgType::String)]),
+            Method::new("genpsk", &[]),
+        ],
+    }
+}
+
+pub(super) fn table(entries: Vec<(&str, Value)>) -> Vec<(String, Value)> {
+    entries
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect()
+}
+
+fn cidr(addr: IpAddr, len: u8) -> String {
+    format!("{addr}/{len}")
+}
+
+pub(super) fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+impl Managed {
+    /// `up`: creates the interface from the file and configures it. The reply carries what
+    /// the netifd handler announces: addresses, routes for `route_allowed_ips` peers, the
+    /// endpoint addresses that need a host route, and the non-fatal errors (skipped peers).
+    fn up(&mut self, d: &mut Daemon, ifname: &str) -> Result<Vec<(String, Value)>, String> {
+        let mut cfg = self.read_config()?;
+        let errors = Self::errors_for(&cfg, Some(ifname));
+        let Some(pos) = cfg.interfaces.iter().position(|i| i.name == ifname) else {
+            return Err(if cfg.failed_interfaces.iter().any(|f| f == ifname) {
+                errors.join("; ")
+            } else {
+                format!(
+                    "network.{ifname}: no interface with proto '{}'",
+                    config::PROTO
+                )
+            });
+        };
+        let mut icfg = cfg.interfaces.swap_remove(pos);
+        if d.get(ifname).is_none() {
+            let mtu = icfg.mtu.unwrap_or(iface::DEFAULT_MTU);
+            let (tun, udp, uapi, dev) = iface::open(ifname, mtu)?;
+            d.add(tun, udp, uapi, dev)
+                .map_err(|e| format!("{ifname}: cannot serve: {e}"))?;
+            log::info(format_args!("{ifname} up (managed)"));
+        }
+        self.ensure_key(&mut icfg);
+        if let Err(e) = self.apply(d, &icfg, None) {
+            d.remove(ifname);
+            let _ = std::fs::remove_file(iface::socket_path(ifname));
+            return Err(e);
+        }
+        let reply = Self::netifd_data(d, &icfg, errors);
+        self.running.insert(ifname.to_string(), icfg);
+        self.save_state();
+        Ok(reply)
+    }
+
+    pub(super) fn down(&mut self, d: &mut Daemon, ifname: &str) -> bool {
+        self.forget_endpoints(ifname);
+        if self.running.remove(ifname).is_some() {
+            self.save_state();
+        }
+        self.seen.retain(|(i, _), _| i != ifname);
+        let found = d.remove(ifname).is_some();
+        if found {
+            let _ = std::fs::remove_file(iface::socket_path(ifname));
+            log::info(format_args!("{ifname} down"));
+        }
+        found
+    }
+
+    /// A missing or `generate` key: make one and save it with `uci`, as the kernel WireGuard
+    /// handler does, so the interface keeps its identity across restarts.
+    fn ensure_key(&mut self, icfg: &mut InterfaceConfig) {
+        if !matches!(icfg.private_key, KeySpec::Generate) {
+            return;
+        }
+        let key = self.new_private_key();
+        let b64 = Zeroizing::new(base64(&key[..]));
+        let dir = self.opts.config_dir.display().to_string();
+        // Our own delta directory, so nothing of ours lingers in the shared /tmp/.uci.
+        let save = self.opts.state_file.with_file_name("uci");
+        let _ = std::fs::create_dir_all(&save);
+        let save = save.display().to_string();
+        // The uci argument holds the key in base64: wiped when it goes.
+        let set = Zeroizing::new(format!(
+            "network.{}.private_key={}",
+            icfg.name,
+            b64.as_str()
+        ));
+        let uci = |args: &[&str]| {
+            std::process::Command::new(&self.opts.uci)
+                .args(["-q", "-c", &dir, "-t", &save])
+                .args(args)
+                .status()
+                .is_ok_and(|s| s.success())
+        };
+        let ok = uci(&["set", set.as_str()]) && uci(&["commit", "network"]);
+        if ok {
+            log::info(format_args!(
+                "{}: generated a private key and saved it",
+                icfg.name
+            ));
+        } else {
+            log::error(format_args!(
+                "{}: generated a private key but could not save it with '{}'; it lasts until restart",
+                icfg.name, self.opts.uci
+            ));
+        }
+        icfg.private_key = KeySpec::Key(key);
+    }
+
+    fn new_private_key(&mut self) -> Key {
+        let mut k = self.rng.key();
+        *k = crypto::clamp(*k);
+        k
+    }
+
+    /// `reload`: re-reads the file and applies it to every running interface. An interface
+    /// whose section is now broken keeps its previous configuration (and is reported).
+    fn reload(&mut self, d: &mut Daemon) -> Result<Vec<(String, Value)>, String> {
+        let cfg = self.read_config_checked(true)?;
+        let mut errors = Self::errors_for(&cfg, None);
+        let mut applied = Vec::new();
+        let names: Vec<String> = self.running.keys().cloned().collect();
+        let mut cfg = cfg;
+        for name in names {
+            let Some(pos) = cfg.interfaces.iter().position(|i| i.name == name) else {
+                if cfg.failed_interfaces.contains(&name) {
+                    errors.push(format!("{name}: kept its previous configuration"));
+                } else {
+                    errors.push(format!(
+                        "{name}: no longer a '{}' interface; left running until ifdown",
+                        config::PROTO
+                    ));
+                }
+                continue;
+            };
+            let mut icfg = cfg.interfaces.swap_remove(pos);
+            let prev = self.running.remove(&name);
+            if matches!(icfg.private_key, KeySpec::Generate) {
+                // Keep the key in use rather than making a new one on every reload.
+                match prev.as_ref().map(|p| &p.private_key) {
+                    Some(KeySpec::Key(k)) => icfg.private_key = KeySpec::Key(k.clone()),
+                    _ => self.ensure_key(&mut icfg),
+                }
+            }
+            match self.apply(d, &icfg, prev.as_ref()) {
+                Ok(()) => {
+                    applied.push(Value::str(name.clone()));
+                    self.running.insert(name, icfg);
+                }
+                Err(e) => {
+                    errors.push(e);
+                    if let Some(p) = prev {
+                        self.running.insert(name, p);
+                    }
+                }
+            }
+        }
+        for e in &errors {
+            log::error(format_args!("reload: {e}"));
+        }
+        log::info(format_args!("reloaded {} interface(s)", applied.len()));
+        Ok(table(vec![
+            ("interfaces", Value::Array(applied)),
+            (
+                "errors",
+                Value::Array(errors.into_iter().map(Value::Str).collect()),
+            ),
+        ]))
+    }
+
+    fn netifd_data(
+        d: &Daemon,
+        icfg: &InterfaceConfig,
+        errors: Vec<String>,
+    ) -> Vec<(String, Value)> {
+        let mut addresses = Vec::new();
+        for &(a, l) in &icfg.addresses {
+            addresses.push(Value::str(cidr(a, l)));
+        }
+        let mut routes = Vec::new();
+        for p in icfg
+            .peers
+            .iter()
+            .filter(|p| !p.disabled && p.route_allowed_ips)
+        {
+            for &(a, l) in &p.allowed_ips {
+                routes.push(Value::str(cidr(a, l)));
+            }
+        }
+        let mut hosts = Vec::new();
+        if !icfg.nohostroute {
+            for p in icfg.peers.iter().filter(|p| !p.disabled) {
+                if let Some(ip) = p
+                    .endpoint_host
+                    .as_deref()
+                    .and_then(|h| h.parse::<IpAddr>().ok())
+                {
+                    hosts.push(Value::str(ip.to_string()));
+                }
+            }
+        }
+        let mtu = d.get(&icfg.name).map_or(0, |s| s.dev.mtu);
+        table(vec![
+            ("ifname", Value::str(icfg.name.clone())),
+            ("mtu", Value::Int(mtu as i64)),
+            ("addresses", Value::Array(addresses)),
+            ("routes", Value::Array(routes)),
+            (
+                "ip6prefix",
+                Value::Array(
+                    icfg.ip6prefix
+                        .iter()
+                        .map(|&(a, l)| Value::str(format!("{a}/{l}")))
+                        .collect(),
+                ),
+            ),
+            ("host_dependencies", Value::Array(hosts)),
+            (
+                "tunlink",
+                Value::str(icfg.tunlink.clone().unwrap_or_default()),
+            ),
+            (
+                "errors",
+                Value::Array(errors.into_iter().map(Value::Str).collect()),
+            ),
+        ])
+    }
+
+    /// `status`: every interface and peer, shaped for LuCI (arrays of tables). Never a
+    /// private or preshared key: only whether a PSK is set.
+    fn status(&self, d: &Daemon) -> Vec<(String, Value)> {
+        let mut ifaces = Vec::new();
+        for s in d.slots() {
+            let name = s.io.ifname();
+            let info = s.dev.info();
+            let cfg = self.running.get(name);
+            let mut peers = Vec::new();
+            for p in &info.peers {
+                let pc = cfg.and_then(|c| c.peers.iter().find(|q| q.public_key == p.public_key));
+                let desc = pc.and_then(|q| q.description.clone()).unwrap_or_default();
+                peers.push(Value::Table(table(vec![
+                    ("public_key", Value::str(base64(&p.public_key))),
+                    ("description", Value::str(desc)),
+                    (
+                        "endpoint",
+                        Value::str(p.endpoint.map(|e| e.to_string()).unwrap_or_default()),
+                    ),
+                    (
+                        "endpoint_host",
+                        Value::str(pc.and_then(|q| q.endpoint_host.clone()).unwrap_or_default()),
+                    ),
+                    (
+                        "latest_handshake",
+                        Value::Int(p.last_handshake.map_or(0, |(s, _)| s as i64)),
+                    ),
+                    ("rx_bytes", Value::Int(p.rx_bytes as i64)),
+                    ("tx_bytes", Value::Int(p.tx_bytes as i64)),
+                    (
+                        "allowed_ips",
+                        Value::Array(
+                            p.allowed_ips
+                                .iter()
+                                .map(|&(a, l)| Value::str(cidr(a, l)))
+                                .collect(),
+                        ),
+                    ),
+                    (
+                        "persistent_keepalive",
+                        Value::Int(p.persistent_keepalive.into()),
+                    ),
+                    ("preshared_key", Value::Bool(p.preshared_key.is_some())),
+                ])));
+            }
+            let drops = s
+                .dev
+                .drops()
+                .map(|(r, n)| (r.name().to_string(), Value::Int(n as i64)))
+                .collect();
+            ifaces.push(Value::Table(table(vec![
+                ("name", Value::str(name)),
+                (
+                    "public_key",
+                    Value::str(s.dev.public_key().map(|k| base64(&k)).unwrap_or_default()),
+                ),
+                ("listen_port", Value::Int(info.listen_port.into())),
+                ("fwmark", Value::Int(info.fwmark.into())),
+                ("mtu", Value::Int(s.dev.mtu as i64)),
+                ("peers", Value::Array(peers)),
+                ("drops", Value::Table(drops)),
+            ])));
+        }
+        table(vec![
+            ("interfaces", Value::Array(ifaces)),
+            ("time", Value::Int(unix_now() as i64)),
+        ])
+    }
+
+    pub(super) fn answer(&mut self, d: &mut Daemon, method: &str, args: &Value, token: Token) {
+        let arg = |k: &str| args.get(k).and_then(Value::as_str).map(str::to_string);
+        let (status, data) = match method {
+            "status" => (Status::Ok, Some(self.status(d))),
+            "reload" => match self.reload(d) {
+                Ok(t) => (Status::Ok, Some(t)),
+                Err(e) => (Status::Ok, Some(table(vec![("error", Value::Str(e))]))),
+            },
+            "up" => match arg("interface") {
+                None => (Status::InvalidArgument, None),
+                Some(i) => match self.up(d, &i) {
+                    Ok(t) => (Status::Ok, Some(t)),
+                    Err(e) => {
+                        log::error(format_args!("up {i}: {e}"));
+                        (Status::Ok, Some(table(vec![("error", Value::Str(e))])))
+                    }
+                },
+            },
+            "down" => match arg("interface") {
+                None => (Status::InvalidArgument, None),
+                Some(i) => {
+                    let found = self.down(d, &i);
+                    (if found { Status::Ok } else { Status::NotFound }, None)
+                }
+            },
+            "genkey" => {
+                let k = self.new_private_key();
+                let public = crypto::public_key(&k);
+                let data = table(vec![
+                    ("private_key", Value::Str(base64(&k[..]))),
+                    ("public_key", Value::str(base64(&public))),
+                ]);
+                (Status::Ok, Some(data))
+            }
+            // The argument is a private key: its String copy is wiped too.
+            "pubkey" => match arg("private_key").map(Zeroizing::new).and_then(|s| {
+                let mut k = Zeroizing::new([0u8; 32]);
+                crate::proto::peer::key_from_base64_into(&s, &mut k).then_some(k)
+            }) {
+                Some(k) => (
+                    Status::Ok,
+                    Some(table(vec![(
+                        "public_key",
+                        Value::str(base64(&crypto::public_key(&k))),
+                    )])),
+                ),
+                None => (Status::InvalidArgument, None),
+            },
+            "genpsk" => {
+                let mut k = Zeroizing::new([0u8; 32]);
+                self.rng.fill(&mut k[..]);
+                (
+                    Status::Ok,
+                    Some(table(vec![("preshared_key", Value::Str(base64(&k[..])))])),
+                )
+            }
+            _ => (Status::MethodNotFound, None),
+        };
+        if let Err(e) = self.ubus.reply(token, status, data.as_deref()) {
+            log::verbose(format_args!("ubus reply to {method} failed: {e}"));
+        }
+        // genkey/genpsk replies carry a secret in base64: wipe the reply's strings.
+        if let Some(mut t) = data {
+            if matches!(method, "genkey" | "genpsk") {
+                for (_, v) in &mut t {
+                    if let Value::Str(s) = v {
+                        zeroize::Zeroize::zeroize(s);
+                    }
+                }
+            }
+        }
+    }
+}
