@@ -20,7 +20,11 @@ pub(super) struct NamedEndpoint {
 
 impl Managed {
     /// Starts name resolution for peers whose endpoint is a host name (new or changed).
-    pub(super) fn sync_endpoints(&mut self, icfg: &InterfaceConfig, prev: Option<&InterfaceConfig>) {
+    pub(super) fn sync_endpoints(
+        &mut self,
+        icfg: &InterfaceConfig,
+        prev: Option<&InterfaceConfig>,
+    ) {
         let name = &icfg.name;
         let wanted = diff::named_peers(icfg);
         // Drop resolvers of peers that went or whose name changed.

@@ -152,7 +152,11 @@ fn changed_endpoint_is_set_with_the_rest() {
     let mut new = iface(peers(&[1, 2]));
     new.peers[0].endpoint_host = Some("198.51.100.7".to_string());
     let req = reload(&prev, &new);
-    assert_full(only_change(&req, 1), &new.peers[0], ep("198.51.100.7:51820"));
+    assert_full(
+        only_change(&req, 1),
+        &new.peers[0],
+        ep("198.51.100.7:51820"),
+    );
 
     let mut new = iface(peers(&[1, 2]));
     new.peers[1].endpoint_port = 4500;
