@@ -7,8 +7,11 @@
 #
 #   luci-app/tests/browser.sh [OUTDIR]     (default: a fresh temp directory)
 #
-# Needs chromium (Debian package `chromium`) and node. SOLOWG_PURE_DIR may point
-# at another directory holding solowg/conf.js and qr.js; by default the app's own.
+# Needs chromium (Debian package `chromium`), node and npm: the page's QR code
+# comes from serve.js's stand-in of LuCI's uqr, built from the pinned npm uqr,
+# and check-dom.js reads it back with jsqr (npm-deps.sh installs both).
+# SOLOWG_PURE_DIR may point at another directory holding solowg/conf.js; by
+# default the app's own.
 set -euo pipefail
 
 here=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
@@ -19,6 +22,8 @@ if [[ -z $chromium_bin ]]; then
 	echo "browser.sh: chromium is not installed (apt-get install chromium)" >&2
 	exit 1
 fi
+
+sh "$here/npm-deps.sh"
 
 node "$here/serve.js" "$out/port" 2>"$out/serve.log" &
 server=$!
@@ -56,7 +61,7 @@ for scenario in status status-client proto-import; do
 	[[ -s $out/$scenario.png ]] && echo "screenshot $out/$scenario.png"
 done
 
-echo "pure modules: $(sed -n 's/.*; //p' "$out/serve.log")"
+echo "served modules: $(sed -n 's/.*; //p' "$out/serve.log")"
 if [[ $fail -ne 0 ]]; then
 	echo "browser.sh: FAILED"
 	exit 1

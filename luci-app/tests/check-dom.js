@@ -3,6 +3,7 @@
 // Usage: node check-dom.js SCENARIO FILE.html
 'use strict';
 const fs = require('node:fs');
+const { gridFromPath, decodeBoth } = require('./qr-decode.js');
 
 const [scenario, file] = process.argv.slice(2);
 const html = fs.readFileSync(file, 'utf8');
@@ -49,6 +50,8 @@ if (scenario.startsWith('status')) {
 		check(html.includes('Address = 192.168.50.0/24'), "client Address from the peer's allowed_ips");
 		check(html.includes('solowg-fresh-pub') && html.includes('JtswlaTvA4J3gyEnHJ0CEWdeuzeZzB5lChAFx6Wzzc0='), 'new public key shown with the explanation');
 		check(/<div class="solowg-qr"[^>]*><svg/.test(html), 'QR SVG in the modal');
+		const qr = readQr();
+		check(qr.ok, `the QR code in the modal reads back as the configuration shown, at level M (${qr.why})`);
 		check(html.includes('solowg-download'), 'Download button');
 	}
 }
@@ -79,6 +82,40 @@ if (scenario.startsWith('proto')) {
 		check(net.wg0 && net.wg0.listen_port === '51999' && net.wg0.mtu === '1400', 'interface listen_port and mtu from the file');
 		check(net.wg0 && JSON.stringify(net.wg0.addresses) === JSON.stringify(['10.9.0.1/24', 'fd09::1/64']), 'interface addresses from the file');
 		check(net.wg0 && net.wg0.private_key === 'N7PSIOm5iWAbde95IDxLXufnUWsJvml7AxokR4lLssA=', 'private key from the file');
+	}
+}
+
+// The modal's QR code as the browser holds it (the SVG from uqr.renderSVG,
+// imported by the view), decoded by the strict jsQR and compared with the
+// configuration text in the same modal.
+function readQr() {
+	const unescape = (t) => t.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&amp;/g, '&');
+	const svg = /<div class="solowg-qr"[^>]*>(<svg[^>]*>)([\s\S]*?)<\/svg>/.exec(html);
+	const pre = /<pre class="solowg-client-conf"[^>]*>([\s\S]*?)<\/pre>/.exec(html);
+	if (!svg || !pre)
+		return { ok: false, why: 'SVG or configuration text missing' };
+	const attr = (name) => (new RegExp(` ${name}="([^"]*)"`).exec(svg[1]) || [])[1];
+	const width = +attr('width'), d = (/<path [^>]*d="([^"]*)"/.exec(svg[2]) || [])[1];
+	if (attr('viewBox') !== `0 0 ${width} ${attr('height')}`)
+		return { ok: false, why: `viewBox "${attr('viewBox')}" for ${width} x ${attr('height')} px` };
+	if (attr('shape-rendering') !== 'crispEdges' || !/width:\s*100%/.test(attr('style') || ''))
+		return { ok: false, why: 'not scaled to the box with crisp edges' };
+	if (!d)
+		return { ok: false, why: 'no path' };
+	try {
+		const grid = gridFromPath(d, width, +/^M\d+,\d+h(\d+)/.exec(d)[1]);
+		const { strict } = decodeBoth(grid);
+		const text = unescape(pre[1]);
+		if (!strict)
+			return { ok: false, why: 'strict jsQR could not read it' };
+		if (strict.data !== text)
+			return { ok: false, why: `read ${JSON.stringify(strict.data.slice(0, 60))}...` };
+		if (strict.level !== 'M')
+			return { ok: false, why: `level ${strict.level}` };
+		return { ok: true, why: `version ${strict.version}, ${text.length} bytes` };
+	}
+	catch (e) {
+		return { ok: false, why: e.message };
 	}
 }
 

@@ -1,98 +1,123 @@
 'use strict';
-// Tests of htdocs/luci-static/resources/solowg/qr.js, loaded as shipped. Every
-// symbol is rendered to pixels and read back by an independent decoder, the
-// npm package jsqr (1.4.0), twice: as published, and in a strict variant of
-// the same file that refuses what the published decoder forgives (format or
-// version information not matching exactly in both copies, any Reed-Solomon
-// correction, a mirrored symbol), so a wrong bit in our encoder cannot hide
-// behind the decoder's error correction. The strict variant also corrects
-// jsQR's table of alignment pattern centres for version 23: jsQR 1.4.0 has
-// 6, 30, 54, 74, 102 where ISO/IEC 18004 (Annex E) has 6, 30, 54, 78, 102
-// (cozmo/jsQR#251), so as published it reads the modules of that pattern as
-// data and only its error correction saves it.
+// QR codes of the status page's client configuration. The page draws them with
+// LuCI's uqr module (package luci-lib-uqr): uqr.renderSVG(text, QR_OPTIONS).
+// Here that module is the stand-in built by luci-standin/uqr-standin.js from
+// the npm package uqr at the version luci-lib-uqr bundles, loaded the way
+// LuCI's loader loads it, and called with the QR_OPTIONS of view/solowg/status.js.
+// Every symbol it draws is rebuilt from the SVG path, rendered to pixels and
+// read back by jsqr, as published and in a strict variant (qr-decode.js): the
+// text, the UTF-8 bytes, the version and the error correction level read from
+// the symbol are checked, so a wrong bit cannot hide behind the decoder's error
+// correction.
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
-const { load } = require('./load.js');
+const { load, source } = require('./load.js');
+const { jsQR, jsQRStrict, gridFromPath, render, decodeBoth } = require('./qr-decode.js');
+const uqrStandin = require('./luci-standin/uqr-standin.js');
 
-const qr = load('solowg/qr.js');
-const jsQR = require('jsqr');
+const npmUqr = require('uqr');
+const uqr = uqrStandin.instantiate();
 
-const JSQR_FILE = require.resolve('jsqr');
+// The view's options, read from its source so that the test draws what the page draws.
+const VIEW = 'view/solowg/status.js';
+const QR_OPTIONS = (() => {
+	const m = /^var QR_OPTIONS = (\{[^\n]*\});$/m.exec(source(VIEW));
+	assert.ok(m, `${VIEW} declares var QR_OPTIONS = {...};`);
+	return new Function(`return ${m[1]};`)();
+})();
 
-function strictDecoder() {
-	let src = fs.readFileSync(JSQR_FILE, 'utf8');
-	const patches = [
-		// Reed-Solomon: any non-zero syndrome is a failure
-		[ 'if (!error) {\n        return outputBytes;\n    }\n',
-		  'if (!error) {\n        return outputBytes;\n    }\n    return null;\n' ],
-		// no second attempt with the symbol mirrored
-		[ '    return decodeMatrix(matrix);\n}\nexports.decode = decode;',
-		  '    return null;\n}\nexports.decode = decode;' ],
-		// format information: both copies exactly one valid code word
-		[ 'if (bits === topLeftFormatInfoBits || bits === topRightBottomRightFormatInfoBits) {',
-		  'if (bits === topLeftFormatInfoBits && bits === topRightBottomRightFormatInfoBits) {' ],
-		[ 'if (bestDifference <= 3) {\n        return bestFormatInfo;',
-		  'if (false) {\n        return bestFormatInfo;' ],
-		// version information (version 7 and up): both copies exact
-		[ 'if (version.infoBits === topRightVersionBits || version.infoBits === bottomLeftVersionBits) {',
-		  'if (version.infoBits === topRightVersionBits && version.infoBits === bottomLeftVersionBits) {' ],
-		[ 'if (bestDifference <= 3) {\n        return bestVersion;',
-		  'if (false) {\n        return bestVersion;' ],
-		// jsQR's version 23 alignment centres, as in the standard
-		[ 'alignmentPatternCenters: [6, 30, 54, 74, 102],',
-		  'alignmentPatternCenters: [6, 30, 54, 78, 102],' ],
-	];
-	for (const [ from, to ] of patches) {
-		const at = src.indexOf(from);
-		assert.ok(at >= 0 && src.indexOf(from, at + 1) < 0, 'strict jsQR patch applies once: ' + from.slice(0, 60));
-		src = src.slice(0, at) + to + src.slice(at + from.length);
-	}
-	const module = { exports: {} };
-	new Function('module', 'exports', src)(module, module.exports);
-	return module.exports.default || module.exports;
+// The byte-mode model of ISO/IEC 18004, independent of uqr: error correction
+// codewords per block and number of blocks (Table 9), index [version - 1].
+const ECC_PER_BLOCK = {
+	L: [ 7, 10, 15, 20, 26, 18, 20, 24, 30, 18, 20, 24, 26, 30, 22, 24, 28, 30, 28, 28,
+	     28, 28, 30, 30, 26, 28, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30 ],
+	M: [ 10, 16, 26, 18, 24, 16, 18, 22, 22, 26, 30, 22, 22, 24, 24, 28, 28, 26, 26, 26,
+	     26, 28, 28, 28, 28, 28, 28, 28, 28, 28, 28, 28, 28, 28, 28, 28, 28, 28, 28, 28 ],
+	Q: [ 13, 22, 18, 26, 18, 24, 18, 22, 20, 24, 28, 26, 24, 20, 30, 24, 28, 28, 26, 30,
+	     28, 30, 30, 30, 30, 28, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30 ],
+	H: [ 17, 28, 22, 16, 22, 28, 26, 26, 24, 28, 24, 28, 22, 24, 24, 30, 28, 28, 26, 28,
+	     30, 24, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30 ]
+};
+const NUM_BLOCKS = {
+	L: [ 1, 1, 1, 1, 1, 2, 2, 2, 2, 4, 4, 4, 4, 4, 6, 6, 6, 6, 7, 8,
+	     8, 9, 9, 10, 12, 12, 12, 13, 14, 15, 16, 17, 18, 19, 19, 20, 21, 22, 24, 25 ],
+	M: [ 1, 1, 1, 2, 2, 4, 4, 4, 5, 5, 5, 8, 9, 9, 10, 10, 11, 13, 14, 16,
+	     17, 17, 18, 20, 21, 23, 25, 26, 28, 29, 31, 33, 35, 37, 38, 40, 43, 45, 47, 49 ],
+	Q: [ 1, 1, 2, 2, 4, 4, 6, 6, 8, 8, 8, 10, 12, 16, 12, 17, 16, 18, 21, 20,
+	     23, 23, 25, 27, 29, 34, 34, 35, 38, 40, 43, 45, 48, 51, 53, 56, 59, 62, 65, 68 ],
+	H: [ 1, 1, 2, 4, 4, 4, 5, 6, 8, 8, 11, 11, 16, 16, 18, 16, 19, 21, 25, 25,
+	     25, 34, 30, 32, 35, 37, 40, 42, 45, 48, 51, 54, 57, 60, 63, 66, 70, 74, 77, 81 ]
+};
+
+function totalCodewords(v) {
+	const n = Math.floor(v / 7) + 2;
+	let bits = (16 * v + 128) * v + 64;
+	if (v >= 2) bits -= (25 * n - 10) * n - 55;
+	if (v >= 7) bits -= 36;
+	return Math.floor(bits / 8);
 }
 
-const jsQRStrict = strictDecoder();
-
-// modules -> RGBA pixels, `scale` pixels a module, `margin` modules of quiet zone
-function render(modules, scale = 4, margin = 4) {
-	const size = modules.length, dim = (size + 2 * margin) * scale;
-	const data = new Uint8ClampedArray(dim * dim * 4).fill(255);
-	for (let y = 0; y < size; y++)
-		for (let x = 0; x < size; x++)
-			if (modules[y][x])
-				for (let dy = 0; dy < scale; dy++)
-					for (let dx = 0; dx < scale; dx++) {
-						const i = (((y + margin) * scale + dy) * dim + (x + margin) * scale + dx) * 4;
-						data[i] = data[i + 1] = data[i + 2] = 0;
-					}
-	return { data, width: dim, height: dim };
+// Largest number of bytes a version holds in byte mode at a level
+function capacity(v, ecl) {
+	const data = totalCodewords(v) - ECC_PER_BLOCK[ecl][v - 1] * NUM_BLOCKS[ecl][v - 1];
+	const countBits = v <= 9 ? 8 : 16;
+	return Math.floor((data * 8 - 4 - countBits) / 8);
 }
 
-function decodeBoth(symbol) {
-	const img = render(symbol.modules);
-	const plain = jsQR(img.data, img.width, img.height);
-	const strict = jsQRStrict(img.data, img.width, img.height);
-	return { plain, strict };
+// Alignment pattern centres (Annex E)
+function alignmentPositions(v) {
+	if (v === 1) return [];
+	const count = Math.floor(v / 7) + 2, size = 4 * v + 17;
+	const step = v === 32 ? 26 : Math.ceil((4 * v + 4) / (2 * count - 2)) * 2;
+	const pos = [ 6 ];
+	for (let i = count - 2; i >= 0; i--) pos.push(size - 7 - i * step);
+	return pos;
 }
 
-function assertRoundTrip(text, ecl, opts) {
-	const s = qr.encode(text, ecl, opts);
-	assert.equal(s.size, s.version * 4 + 17);
-	assert.equal(s.modules.length, s.size);
-	assert.ok(s.modules.every((row) => row.length === s.size && row.every((m) => typeof m === 'boolean')));
-	const { plain, strict } = decodeBoth(s);
-	assert.ok(plain, `jsQR read the symbol (v${s.version}-${s.ecl} mask ${s.mask})`);
+// What LuCI's uqr.renderSVG returns for the options: the whole symbol with its
+// border as one path of module squares on a white rectangle, sized in pixels.
+function parseSvg(svg, opts) {
+	const m = /^<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg" width="(\d+)" height="(\d+)"><rect fill="([^"]*)" width="(\d+)" height="(\d+)"\/><path fill="([^"]*)" d="([^"]*)"\/><\/svg>$/.exec(svg);
+	assert.ok(m, 'the SVG is <svg width height><rect/><path/></svg>: ' + svg.slice(0, 120));
+	const [ width, height, light, rw, rh, dark, d ] = m.slice(1);
+	assert.equal(width, height);
+	assert.equal(rw, width);
+	assert.equal(rh, height);
+	assert.equal(light, opts.whiteColor || 'white');
+	assert.equal(dark, opts.blackColor || 'black');
+	return gridFromPath(d, +width, opts.pixelSize === undefined ? 1 : opts.pixelSize);
+}
+
+// Draws text the page's way (or with other options), checks the SVG against
+// uqr's own matrix, reads it back with both decoders and checks what they read.
+function assertRoundTrip(text, opts = QR_OPTIONS) {
+	const svg = uqr.renderSVG(text, opts);
+	const grid = parseSvg(svg, opts);
+	const enc = npmUqr.encode(text, opts);
+	const border = opts.border === undefined ? 1 : opts.border;
+	assert.equal(enc.size, enc.version * 4 + 17 + 2 * border);
+	assert.deepEqual(grid, enc.data, 'the SVG draws exactly the matrix of uqr.encode');
+	for (let i = 0; i < border; i++)
+		for (let j = 0; j < enc.size; j++)
+			assert.ok(!grid[i][j] && !grid[enc.size - 1 - i][j] && !grid[j][i] && !grid[j][enc.size - 1 - i], 'quiet zone is light');
+
+	const { plain, strict } = decodeBoth(grid);
+	const what = `v${enc.version}-${opts.ecc} mask ${enc.maskPattern}`;
+	assert.ok(plain, `jsQR read the symbol (${what})`);
 	assert.equal(plain.data, text);
-	assert.ok(strict, `strict jsQR read the symbol (v${s.version}-${s.ecl} mask ${s.mask})`);
+	assert.ok(strict, `strict jsQR read the symbol (${what})`);
 	assert.equal(strict.data, text);
-	assert.equal(strict.version, s.version);
-	assert.deepEqual(Array.from(strict.binaryData), qr.utf8(text));
-	return s;
+	assert.equal(strict.version, enc.version);
+	assert.equal(strict.level, opts.ecc || 'L', 'error correction level in the format information');
+	assert.equal(strict.formatInfo.dataMask, enc.maskPattern, 'mask in the format information');
+	assert.deepEqual(Array.from(strict.binaryData), Array.from(Buffer.from(text, 'utf8')));
+	return { svg, grid, version: enc.version, mask: enc.maskPattern, size: enc.size };
 }
+
+const at = (ecc, extra) => Object.assign({}, QR_OPTIONS, { ecc }, extra);
 
 function key(seed) {
 	return Buffer.from(Array.from({ length: 32 }, (_, i) => (i * 53 + seed * 29 + 3) & 255)).toString('base64');
@@ -111,55 +136,80 @@ Endpoint = vpn.example.net:51820
 PersistentKeepalive = 25
 `;
 
+test('the stand-in is built from the npm uqr release that luci-lib-uqr bundles', () => {
+	// luci-lib-uqr's uqr.js is a minified uqr 0.1.2 (the release with both the
+	// string-or-binary check and the class-field helpers); package.json pins it
+	assert.equal(uqrStandin.PINNED, '0.1.2');
+	assert.equal(uqrStandin.installedVersion(), uqrStandin.PINNED);
+	const src = uqrStandin.source();
+	assert.match(src, /^'use strict';\n/);
+	assert.match(src, /\nreturn L\.Class\.extend\(\{\n\trenderSVG: function\(data, options\) \{/);
+	assert.equal(typeof uqr.renderSVG, 'function');
+	// LuCI's renderSVG: pixelSize 1 by default, width/height and no viewBox
+	assert.match(uqr.renderSVG('x', {}), /^<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg" width="23" height="23"><rect/);
+	assert.ok(!uqr.renderSVG('x', {}).includes('viewBox'));
+});
+
+test("the page's options: level M, a quiet zone of 4 modules", () => {
+	assert.equal(QR_OPTIONS.ecc, 'M');
+	assert.ok(QR_OPTIONS.border >= 4, 'ISO/IEC 18004 asks for 4 light modules around the symbol');
+	assert.ok(!QR_OPTIONS.boostEcc, 'the level stays the one asked for');
+	assert.ok(Number.isInteger(QR_OPTIONS.pixelSize) && QR_OPTIONS.pixelSize >= 1);
+	assert.match(source(VIEW), /^'require uqr';$/m);
+	assert.match(source(VIEW), /uqr\.renderSVG\(text, QR_OPTIONS\)/);
+});
+
 test('a realistic client configuration (~300 bytes) reads back exactly, at M and L', () => {
 	assert.equal(CLIENT_CONF.length, 337);
-	const m = assertRoundTrip(CLIENT_CONF, 'M');
-	assert.equal(m.ecl, 'M');
+	const m = assertRoundTrip(CLIENT_CONF);
 	assert.equal(m.version, 14);            // 13-M holds 331 bytes, 14-M 362
-	const l = assertRoundTrip(CLIENT_CONF, 'L');
+	assert.equal(m.size, 73 + 8);
+	assert.match(m.svg, /^<svg [^>]*width="324" height="324">/);   // 81 modules of 4 px
+	const l = assertRoundTrip(CLIENT_CONF, at('L'));
 	assert.equal(l.version, 12);            // 11-L holds 321 bytes, 12-L 367
-	// the default level is M
-	assert.deepEqual(qr.encode(CLIENT_CONF).modules, m.modules);
 	// and the real conf.js output for it too
 	const conf = load('solowg/conf.js');
 	const text = conf.clientConfig({
 		privateKey: key(4), addresses: [ '10.0.0.3/32' ], dns: [ '10.0.0.1' ], serverPublicKey: key(5),
 		presharedKey: key(6), endpoint: { host: '2001:db8::1', port: 51820 }, persistentKeepalive: 25
 	});
-	assertRoundTrip(text, 'M');
+	assertRoundTrip(text);
 });
 
 test('short texts', () => {
-	for (const t of [ 'a', 'hello', 'openwrt.org', '0123456789', 'x'.repeat(14) ]) {
-		const s = assertRoundTrip(t, 'M');
+	for (const t of [ 'a', 'hello', 'openwrt.org', 'x'.repeat(14) ]) {
+		const s = assertRoundTrip(t);
 		assert.equal(s.version, 1, t);
-		assert.equal(s.size, 21);
+		assert.equal(s.size, 21 + 8);
 	}
-	assert.equal(assertRoundTrip('x'.repeat(15), 'M').version, 2);
-	assert.equal(assertRoundTrip('x'.repeat(17), 'L').version, 1);
-	assert.equal(assertRoundTrip('', 'M').version, 1);
-	for (const ecl of [ 'L', 'M', 'Q', 'H', 'm', 'l' ])
-		assertRoundTrip('solowg ' + ecl, ecl);
+	assert.equal(assertRoundTrip('x'.repeat(15)).version, 2);
+	assert.equal(assertRoundTrip('x'.repeat(17), at('L')).version, 1);
+	// uqr picks numeric and alphanumeric mode for such texts; they read back the same
+	assert.equal(assertRoundTrip('0123456789').version, 1);
+	assert.equal(assertRoundTrip('HELLO WORLD').version, 1);
+	assert.equal(assertRoundTrip('').version, 1);
+	for (const ecc of [ 'L', 'M', 'Q', 'H' ])
+		assertRoundTrip('solowg ' + ecc, at(ecc));
+	// boostEcc is off unless asked for: a short text keeps level L, not H
+	assert.equal(decodeBoth(npmUqr.encode('hi', { ecc: 'L', border: 4 }).data).strict.level, 'L');
+	assert.equal(decodeBoth(npmUqr.encode('hi', { ecc: 'L', border: 4, boostEcc: true }).data).strict.level, 'H');
 });
 
-test('long texts need large versions (10, 20, 40)', () => {
+test('long texts need large versions (10, 20, 40); past version 40 renderSVG throws', () => {
 	let seed = 7;
 	const rnd = () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff;
 	const chars = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/= \n[]#.:,';
 	const text = (n) => Array.from({ length: n }, () => chars[Math.floor(rnd() * chars.length)]).join('');
 
-	const a = assertRoundTrip(text(400), 'M');
-	assert.ok(a.version >= 10, String(a.version));
-	assert.equal(a.version, 15);            // 14-M holds 362, 15-M 412
-	const b = assertRoundTrip(text(1000), 'M');
-	assert.equal(b.version, 26);            // 25-M holds 997, 26-M 1062
-	const c = assertRoundTrip(text(2331), 'M');
+	assert.equal(assertRoundTrip(text(400)).version, 15);        // 14-M holds 362, 15-M 412
+	assert.equal(assertRoundTrip(text(1000)).version, 26);       // 25-M holds 997, 26-M 1062
+	const c = assertRoundTrip(text(2331));
 	assert.equal(c.version, 40);
-	assert.equal(c.size, 177);
-	const d = assertRoundTrip(text(2953), 'L');
-	assert.equal(d.version, 40);
-	assert.throws(() => qr.encode(text(2332), 'M'), RangeError);
-	assert.throws(() => qr.encode(text(2954), 'L'), RangeError);
+	assert.equal(c.size, 177 + 8);
+	assert.equal(assertRoundTrip(text(2953), at('L')).version, 40);
+	// the page shows the message of what renderSVG throws
+	assert.throws(() => uqr.renderSVG(text(2332), QR_OPTIONS), { name: 'RangeError', message: 'Data too long' });
+	assert.throws(() => uqr.renderSVG(text(2954), at('L')), RangeError);
 });
 
 test('UTF-8 text', () => {
@@ -169,32 +219,31 @@ test('UTF-8 text', () => {
 		'ключ = ' + key(9),
 	];
 	for (const t of texts)
-		assertRoundTrip(t, 'M');
-	assert.deepEqual(qr.utf8('é😀'), [ 0xc3, 0xa9, 0xf0, 0x9f, 0x98, 0x80 ]);
-	assert.deepEqual(qr.utf8('\ud800x'), [ 0xef, 0xbf, 0xbd, 0x78 ]);   // lone surrogate
+		assertRoundTrip(t);
 	// capacity counts bytes, not characters
-	assert.equal(qr.encode('é'.repeat(7), 'M').version, 1);    // 14 bytes
-	assert.equal(qr.encode('é'.repeat(8), 'M').version, 2);    // 16 bytes
+	assert.equal(assertRoundTrip('é'.repeat(7)).version, 1);    // 14 bytes
+	assert.equal(assertRoundTrip('é'.repeat(8)).version, 2);    // 16 bytes
+	// uqr encodes with encodeURI, which refuses a lone surrogate; the page shows the error
+	assert.throws(() => uqr.renderSVG('\ud800x', QR_OPTIONS), URIError);
 });
 
 test('every mask reads back, with and without version information', () => {
-	for (const [ text, ecl ] of [ [ 'mask test', 'M' ], [ CLIENT_CONF, 'L' ], [ 'v'.repeat(120), 'Q' ] ]) {
-		const scores = [];
+	for (const [ text, ecc ] of [ [ 'mask test', 'M' ], [ CLIENT_CONF, 'L' ], [ 'v'.repeat(120), 'Q' ] ]) {
+		const forced = [];
 		for (let mask = 0; mask < 8; mask++) {
-			const s = assertRoundTrip(text, ecl, { mask });
+			const s = assertRoundTrip(text, at(ecc, { maskPattern: mask }));
 			assert.equal(s.mask, mask);
-			scores.push(qr.penalty(s.modules));
+			forced.push(s.svg);
 		}
-		// the automatic choice is a mask with the lowest penalty
-		const auto = qr.encode(text, ecl);
-		assert.equal(qr.penalty(auto.modules), Math.min(...scores));
-		assert.equal(scores[auto.mask], Math.min(...scores));
+		// the automatic choice is one of the eight, drawn the same
+		const auto = assertRoundTrip(text, at(ecc));
+		assert.equal(auto.svg, forced[auto.mask]);
 	}
-	assert.throws(() => qr.encode('x', 'M', { mask: 8 }), RangeError);
+	assert.throws(() => uqr.renderSVG('x', at('M', { maskPattern: 8 })), RangeError);
 });
 
-test('version selection bounds for every version and level', () => {
-	// byte-mode capacities from the standard's table
+test('version selection bounds for every version, at L and M', () => {
+	// byte-mode capacities of the standard's table (Table 7)
 	const known = {
 		1: { L: 17, M: 14, Q: 11, H: 7 }, 2: { L: 32, M: 26, Q: 20, H: 14 },
 		7: { L: 154, M: 122, Q: 86, H: 64 }, 10: { L: 271, M: 213, Q: 151, H: 119 },
@@ -202,103 +251,95 @@ test('version selection bounds for every version and level', () => {
 	};
 	for (const v of Object.keys(known))
 		for (const ecl of 'LMQH')
-			assert.equal(qr.capacity(+v, ecl), known[v][ecl], `capacity ${v}-${ecl}`);
-
+			assert.equal(capacity(+v, ecl), known[v][ecl], `capacity ${v}-${ecl}`);
 	const totals = { 1: 26, 2: 44, 7: 196, 10: 346, 40: 3706 };
-	assert.equal(qr.capacity(13, 'M'), 331);
-	assert.equal(qr.capacity(14, 'M'), 362);
-	assert.equal(qr.capacity(11, 'L'), 321);
-	assert.equal(qr.capacity(12, 'L'), 367);
 	for (const v of Object.keys(totals))
-		assert.equal(qr.totalCodewords(+v), totals[v], `codewords of version ${v}`);
+		assert.equal(totalCodewords(+v), totals[v], `codewords of version ${v}`);
+	assert.equal(capacity(13, 'M'), 331);
+	assert.equal(capacity(14, 'M'), 362);
+	assert.equal(capacity(11, 'L'), 321);
+	assert.equal(capacity(12, 'L'), 367);
 
-	for (const ecl of 'LM') {
+	for (const ecc of 'LM') {
 		let prev = 0;
 		for (let v = 1; v <= 40; v++) {
-			const cap = qr.capacity(v, ecl);
-			assert.ok(cap > prev, `capacity grows at ${v}-${ecl}`);
+			const cap = capacity(v, ecc);
+			assert.ok(cap > prev, `capacity grows at ${v}-${ecc}`);
 			prev = cap;
-			const fits = qr.encode('z'.repeat(cap), ecl, { mask: 0 });
-			assert.equal(fits.version, v, `${cap} bytes at ${ecl} -> version ${v}`);
+			const fits = npmUqr.encode('z'.repeat(cap), { ecc, border: 0, maskPattern: 0 });
+			assert.equal(fits.version, v, `${cap} bytes at ${ecc} -> version ${v}`);
 			assert.equal(fits.size, 17 + 4 * v);
 			if (v < 40)
-				assert.equal(qr.encode('z'.repeat(cap + 1), ecl, { mask: 0 }).version, v + 1);
+				assert.equal(npmUqr.encode('z'.repeat(cap + 1), { ecc, border: 0, maskPattern: 0 }).version, v + 1);
 		}
 	}
-	assert.throws(() => qr.encode('x', 'X'), RangeError);
-	assert.throws(() => qr.capacity(41, 'M'), RangeError);
-	assert.throws(() => qr.capacity(0, 'M'), RangeError);
 	// a larger version may be asked for
-	assert.equal(assertRoundTrip('hi', 'M', { minVersion: 8 }).version, 8);
+	assert.equal(assertRoundTrip('hi', at('M', { minVersion: 8 })).version, 8);
 });
 
-test('alignment pattern positions and Reed-Solomon against the standard', () => {
-	assert.deepEqual(qr.alignmentPositions(1), []);
-	assert.deepEqual(qr.alignmentPositions(2), [ 6, 18 ]);
-	assert.deepEqual(qr.alignmentPositions(7), [ 6, 22, 38 ]);
-	assert.deepEqual(qr.alignmentPositions(15), [ 6, 26, 48, 70 ]);
-	assert.deepEqual(qr.alignmentPositions(23), [ 6, 30, 54, 78, 102 ]);
-	assert.deepEqual(qr.alignmentPositions(32), [ 6, 34, 60, 86, 112, 138 ]);
-	assert.deepEqual(qr.alignmentPositions(40), [ 6, 30, 58, 86, 114, 142, 170 ]);
-	// "HELLO WORLD" as 1-M (alphanumeric) data codewords and their 10 ECC codewords
-	const data = [ 32, 91, 11, 120, 209, 114, 220, 77, 67, 64, 236, 17, 236, 17, 236, 17 ];
-	assert.deepEqual(qr.reedSolomon(data, 10), [ 196, 35, 39, 119, 235, 215, 231, 226, 93, 23 ]);
+test('alignment patterns where the standard puts them', () => {
+	assert.deepEqual(alignmentPositions(2), [ 6, 18 ]);
+	assert.deepEqual(alignmentPositions(7), [ 6, 22, 38 ]);
+	assert.deepEqual(alignmentPositions(15), [ 6, 26, 48, 70 ]);
+	assert.deepEqual(alignmentPositions(23), [ 6, 30, 54, 78, 102 ]);
+	assert.deepEqual(alignmentPositions(32), [ 6, 34, 60, 86, 112, 138 ]);
+	assert.deepEqual(alignmentPositions(40), [ 6, 30, 58, 86, 114, 142, 170 ]);
+	for (let v = 1; v <= 40; v++) {
+		const grid = npmUqr.encode('a', { ecc: 'M', border: 0, minVersion: v, maskPattern: v % 8 }).data;
+		const pos = alignmentPositions(v), last = pos.length - 1;
+		for (let i = 0; i <= last; i++)
+			for (let j = 0; j <= last; j++) {
+				if ((i === 0 && j === 0) || (i === 0 && j === last) || (i === last && j === 0))
+					continue;   // the finder patterns' corners
+				for (let dy = -2; dy <= 2; dy++)
+					for (let dx = -2; dx <= 2; dx++)
+						assert.equal(grid[pos[i] + dy][pos[j] + dx], Math.max(Math.abs(dx), Math.abs(dy)) !== 1,
+							`alignment pattern of version ${v} at (${pos[j]}, ${pos[i]})`);
+			}
+	}
 });
 
 test('the strict decoder refuses a damaged symbol that plain jsQR corrects', () => {
-	const s = qr.encode('damage me', 'M');
-	const bad = s.modules.map((row) => row.slice());
-	bad[s.size - 1][s.size - 1] = !bad[s.size - 1][s.size - 1];   // first data bit
+	const grid = parseSvg(uqr.renderSVG('damage me', QR_OPTIONS), QR_OPTIONS);
+	const last = grid.length - 1 - QR_OPTIONS.border;
+	const bad = grid.map((row) => row.slice());
+	bad[last][last] = !bad[last][last];   // first data bit
 	const img = render(bad);
 	assert.equal(jsQR(img.data, img.width, img.height).data, 'damage me');
 	assert.equal(jsQRStrict(img.data, img.width, img.height), null);
 	// a mirrored (transposed) symbol: plain jsQR reads it, strict does not
-	const t = s.modules.map((row, y) => row.map((_, x) => s.modules[x][y]));
+	const t = grid.map((row, y) => row.map((_, x) => grid[x][y]));
 	const timg = render(t);
 	assert.equal(jsQR(timg.data, timg.width, timg.height).data, 'damage me');
 	assert.equal(jsQRStrict(timg.data, timg.width, timg.height), null);
 });
 
-test('toSVG draws the same modules with a quiet zone of 4', () => {
-	const text = CLIENT_CONF;
-	const s = qr.encode(text, 'M');
-	const svg = qr.toSVG(text, { ecl: 'M', title: 'a <b> & "c"' });
-	const dim = s.size + 8;
-	assert.match(svg, /^<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg"[^>]*>[\s\S]*<\/svg>$/);
-	assert.ok(svg.includes(`viewBox="0 0 ${dim} ${dim}"`));
-	assert.ok(svg.includes(`width="${dim * 4}" height="${dim * 4}"`));
-	assert.ok(svg.includes('<title>a &lt;b&gt; &amp; &quot;c&quot;</title>'));
-	// rebuild the matrix from the path runs
-	const d = /<path d="([^"]*)"/.exec(svg)[1];
-	const grid = Array.from({ length: dim }, () => Array(dim).fill(false));
-	const re = /M(\d+),(\d+)h(\d+)v1h-(\d+)z/g;
-	let m, consumed = 0;
-	while ((m = re.exec(d)) !== null) {
-		assert.equal(m[3], m[4]);
-		for (let i = 0; i < +m[3]; i++)
-			grid[+m[2]][+m[1] + i] = true;
-		consumed += m[0].length;
-	}
-	assert.equal(consumed, d.length);
-	for (let y = 0; y < dim; y++)
-		for (let x = 0; x < dim; x++) {
-			const inside = x >= 4 && y >= 4 && x < s.size + 4 && y < s.size + 4;
-			assert.equal(grid[y][x], inside ? s.modules[y - 4][x - 4] : false);
-		}
-	// and that grid, drawn as pixels, reads back
-	const img = render(grid, 4, 0);
-	assert.equal(jsQRStrict(img.data, img.width, img.height).data, text);
-	// options
-	const small = qr.toSVG('x', { margin: 0, scale: 2, dark: '#123', light: 'none' });
-	assert.ok(small.includes('viewBox="0 0 21 21"') && small.includes('width="42"'));
-	assert.ok(small.includes('fill="#123"') && small.includes('fill="none"'));
+test("renderSVG's picture: pixelSize, colours, border", () => {
+	const s = assertRoundTrip(CLIENT_CONF);
+	const px = (s.size * QR_OPTIONS.pixelSize).toString();
+	assert.ok(s.svg.startsWith(`<svg xmlns="http://www.w3.org/2000/svg" width="${px}" height="${px}">`));
+	// drawn at 1 px a module, the same modules
+	assert.deepEqual(parseSvg(uqr.renderSVG(CLIENT_CONF, at('M', { pixelSize: 1 })), at('M', { pixelSize: 1 })), s.grid);
+	const small = uqr.renderSVG('x', { ecc: 'M', border: 0, pixelSize: 2, whiteColor: 'none', blackColor: '#123' });
+	assert.ok(small.includes('width="42" height="42"'));
+	assert.ok(small.includes('<rect fill="none"') && small.includes('<path fill="#123"'));
+	assert.equal(parseSvg(small, { pixelSize: 2, whiteColor: 'none', blackColor: '#123' }).length, 21);
 });
 
 test('every version 1 to 40 reads back (strict), filled to capacity at M', () => {
 	for (let v = 1; v <= 40; v++) {
-		const n = qr.capacity(v, 'M');
+		const n = capacity(v, 'M');
+		// printable ASCII with lowercase letters, so uqr takes byte mode
 		const text = Array.from({ length: n }, (_, i) => String.fromCharCode(33 + (i * 7 + v) % 94)).join('');
-		const s = assertRoundTrip(text, 'M', { mask: v % 8 });
+		const s = assertRoundTrip(text, at('M', { maskPattern: v % 8 }));
 		assert.equal(s.version, v);
 	}
+});
+
+test('no QR encoder of our own is shipped: luci-lib-uqr provides it', () => {
+	const resources = path.join(__dirname, '..', 'htdocs', 'luci-static', 'resources');
+	assert.ok(!fs.existsSync(path.join(resources, 'solowg', 'qr.js')));
+	assert.ok(!fs.existsSync(path.join(resources, 'uqr.js')), 'uqr.js belongs to luci-lib-uqr');
+	const makefile = fs.readFileSync(path.join(__dirname, '..', 'Makefile'), 'utf8');
+	assert.match(makefile, /^LUCI_DEPENDS:=.*\+luci-lib-uqr\b/m);
 });

@@ -1,16 +1,16 @@
 #!/bin/sh
-# Node tests of luci-app-solowg's pure modules (conf.js, qr.js).
-# Installs the test dependency (jsqr, pinned in package-lock.json) with
-# `npm ci` when it is missing, then runs `node --test luci-app/tests/`.
+# Node tests of luci-app-solowg: the pure module conf.js, the QR codes the
+# status page draws with LuCI's uqr (a stand-in built from the pinned npm uqr,
+# read back by jsqr), menu, ACL and translations. Installs the test
+# dependencies (package-lock.json) with npm-deps.sh when they are missing or
+# stale, then runs `node --test luci-app/tests/`.
 # Needs node >= 18 and npm; run from anywhere.
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 
-if [ ! -f "$here/node_modules/jsqr/dist/jsQR.js" ]; then
-	(cd "$here" && npm ci --no-audit --no-fund)
-fi
+sh "$here/npm-deps.sh"
 
 cd "$repo"
 exec node --test luci-app/tests/

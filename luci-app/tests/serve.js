@@ -1,27 +1,29 @@
 #!/usr/bin/env node
 // Static server for the browser test: the app's htdocs under /luci-static,
-// the LuCI stand-in under /standin. solowg/conf.js and qr.js are the shipped
-// ones (or $SOLOWG_PURE_DIR's); the server refuses to start without them.
+// the LuCI stand-in under /standin. solowg/conf.js is the shipped one (or
+// $SOLOWG_PURE_DIR's); the server refuses to start without it.
+// /luci-static/resources/uqr.js, which luci-lib-uqr provides on a router, is
+// the stand-in that luci-standin/uqr-standin.js builds from the pinned npm uqr.
 // Usage: node serve.js PORTFILE   (writes the chosen port to PORTFILE)
 'use strict';
 const http = require('node:http');
 const fs = require('node:fs');
 const path = require('node:path');
+const uqrStandin = require('./luci-standin/uqr-standin.js');
 
 const app = path.resolve(__dirname, '..');
 const htdocs = path.join(app, 'htdocs');
 const standin = path.join(__dirname, 'luci-standin');
 const realPure = process.env.SOLOWG_PURE_DIR || path.join(htdocs, 'luci-static/resources/solowg');
 
-const pureSource = {};
-for (const f of ['conf.js', 'qr.js']) {
-	pureSource[f] = path.join(realPure, f);
-	if (!fs.existsSync(pureSource[f])) {
-		console.error(`serve.js: ${pureSource[f]} is missing`);
-		process.exit(1);
-	}
+const confSource = path.join(realPure, 'conf.js');
+if (!fs.existsSync(confSource)) {
+	console.error(`serve.js: ${confSource} is missing`);
+	process.exit(1);
 }
-const pureLabel = Object.keys(pureSource).map(f => `${f}=real`).join(' ');
+// built once at start, so a missing or wrong uqr stops the test here
+const uqrSource = uqrStandin.source();
+const pureLabel = `conf.js=real uqr.js=stand-in(npm uqr ${uqrStandin.installedVersion()})`;
 
 const types = { '.js': 'text/javascript', '.html': 'text/html', '.css': 'text/css', '.svg': 'image/svg+xml' };
 
@@ -44,8 +46,12 @@ const server = http.createServer((req, res) => {
 		return;
 	}
 	if (p.startsWith('/standin/')) return send(res, path.join(standin, p.slice(9)));
-	const m = p.match(/^\/luci-static\/resources\/solowg\/(conf|qr)\.js$/);
-	if (m) return send(res, pureSource[`${m[1]}.js`]);
+	if (p === '/luci-static/resources/solowg/conf.js') return send(res, confSource);
+	if (p === '/luci-static/resources/uqr.js') {
+		res.writeHead(200, { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'no-store' });
+		res.end(uqrSource);
+		return;
+	}
 	if (p.startsWith('/luci-static/')) return send(res, path.join(htdocs, p));
 	res.writeHead(404); res.end('not found');
 });

@@ -5,7 +5,7 @@
 	var q = new URLSearchParams(location.search), page = q.get('page'), action = q.get('action');
 	var log = window.__standin, sleep = function(ms) { return new Promise(function(r) { setTimeout(r, ms); }); };
 
-	document.getElementById('standin-pure').textContent = 'solowg/conf.js and qr.js: ' + window.STANDIN_PURE;
+	document.getElementById('standin-pure').textContent = 'served modules: ' + window.STANDIN_PURE;
 	log.page = page; log.action = action; log.steps = [];
 
 	setInterval(function() {

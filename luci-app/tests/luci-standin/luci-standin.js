@@ -1,11 +1,13 @@
 /*
  * STAND-IN for LuCI's client runtime, written for luci-app-solowg's browser
  * test. It is NOT LuCI: it provides only what the solowg views call (L, E, _,
- * String.prototype.format, and the modules baseclass, view, rpc, poll, uci,
- * ui, dom, form, network) with the same calling conventions, backed by canned
- * data (canned.js) instead of rpcd/ubus. What it cannot prove: that LuCI's
- * real form/ui classes lay out, validate, save and apply the options the same
- * way, that rpcd's ACL lets the calls through, or how a real theme looks.
+ * String.prototype.format, L.Class, and the modules baseclass, view, rpc,
+ * poll, uci, ui, dom, form, network) with the same calling conventions, backed
+ * by canned data (canned.js) instead of rpcd/ubus; the module uqr is the
+ * stand-in that uqr-standin.js builds (serve.js serves it). What it cannot
+ * prove: that LuCI's real form/ui classes lay out, validate, save and apply
+ * the options the same way, that rpcd's ACL lets the calls through, or how a
+ * real theme looks.
  */
 'use strict';
 
@@ -108,6 +110,8 @@
 
 	var L = window.L = {
 		env: { resource: '/luci-static/resources' },
+		/* LuCI's legacy alias of baseclass; luci-lib-uqr's uqr.js extends it */
+		Class: Base,
 		bind: function(fn, self) {
 			var extra = Array.prototype.slice.call(arguments, 2);
 			return function() { return fn.apply(self, extra.concat(Array.prototype.slice.call(arguments))); };
