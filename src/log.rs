@@ -1,4 +1,5 @@
 //! Two log levels to stderr. Callers pass peers through `short_key` and never pass keys.
+#![forbid(unsafe_code)]
 
 use std::fmt::Arguments;
 use std::io::Write;
