@@ -262,11 +262,16 @@ pub fn dh(private: &[u8; KEY_LEN], public: &[u8; KEY_LEN]) -> Option<SecretKey> 
 }
 
 /// Clamped X25519 private key from 32 random bytes (same clamping `wg genkey` applies).
+#[cfg(any(test, feature = "internals"))]
 pub fn clamp(mut k: [u8; KEY_LEN]) -> [u8; KEY_LEN] {
+    clamp_in_place(&mut k);
+    k
+}
+
+fn clamp_in_place(k: &mut [u8; KEY_LEN]) {
     k[0] &= 248;
     k[31] &= 127;
     k[31] |= 64;
-    k
 }
 
 /// Constant-time equality for MACs, AEAD tags and keys (lengths are public): every byte is
@@ -286,29 +291,64 @@ pub fn ct_eq(a: &[u8], b: &[u8]) -> bool {
     core::hint::black_box(diff) == 0
 }
 
-/// A ChaCha20 keystream used as the protocol's CSPRNG. The core takes no entropy from the
-/// OS itself: the shell seeds it (from getrandom), tests seed it with fixed bytes.
+/// The protocol's CSPRNG: ChaCha20 with fast key erasure. A refill runs the keystream of the
+/// current key for `RNG_BUF` bytes, takes the next key from its first 32 and overwrites the
+/// old key at once; the rest is handed out in order, each byte wiped as it goes. So a later
+/// dump of this state holds only outputs not yet given, never one handed out before: the
+/// ephemeral keys of recorded handshakes stay secret. The core takes no entropy from the OS
+/// itself: the shell seeds it (from getrandom), tests with fixed bytes.
 pub struct Rng {
-    stream: ::chacha20::ChaCha20,
+    key: Zeroizing<[u8; KEY_LEN]>,
+    buf: Zeroizing<[u8; RNG_BUF]>,
+    /// Bytes of `buf` before this are used (zero); the key's 32 count as used.
+    pos: usize,
 }
+
+/// Four ChaCha20 blocks: seven 32-byte keys per refill, so the refill's key setup is paid
+/// once per handshake's worth of randomness, not per call.
+const RNG_BUF: usize = 256;
 
 impl Rng {
     pub fn from_seed(seed: [u8; 32]) -> Self {
         let mut seed = Zeroizing::new(seed);
-        let stream = ::chacha20::ChaCha20::new((&*seed).into(), &[0u8; 12].into());
+        let rng = Rng {
+            key: Zeroizing::new(*seed),
+            buf: Zeroizing::new([0; RNG_BUF]),
+            pos: RNG_BUF,
+        };
         seed.zeroize();
-        Rng { stream }
+        rng
     }
 
     pub fn from_os() -> std::io::Result<Self> {
-        let mut seed = Zeroizing::new([0u8; 32]);
-        getrandom::getrandom(&mut seed[..]).map_err(|e| std::io::Error::other(e.to_string()))?;
-        Ok(Self::from_seed(*seed))
+        let mut rng = Self::from_seed([0; 32]);
+        getrandom::getrandom(&mut rng.key[..]).map_err(|e| std::io::Error::other(e.to_string()))?;
+        Ok(rng)
+    }
+
+    fn refill(&mut self) {
+        // The cipher's state is wiped when it drops (the chacha20 crate's `zeroize` feature).
+        let mut stream = ::chacha20::ChaCha20::new((&*self.key).into(), &[0u8; 12].into());
+        self.buf.fill(0);
+        stream.apply_keystream(&mut self.buf[..]);
+        self.key.copy_from_slice(&self.buf[..KEY_LEN]);
+        self.buf[..KEY_LEN].fill(0);
+        self.pos = KEY_LEN;
     }
 
     pub fn fill(&mut self, out: &mut [u8]) {
-        out.fill(0);
-        self.stream.apply_keystream(out);
+        let mut done = 0;
+        while done < out.len() {
+            if self.pos == RNG_BUF {
+                self.refill();
+            }
+            let n = (out.len() - done).min(RNG_BUF - self.pos);
+            let taken = &mut self.buf[self.pos..self.pos + n];
+            out[done..done + n].copy_from_slice(taken);
+            taken.fill(0);
+            self.pos += n;
+            done += n;
+        }
     }
 
     pub fn u32(&mut self) -> u32 {
@@ -320,6 +360,13 @@ impl Rng {
     pub fn key(&mut self) -> SecretKey {
         let mut k = Zeroizing::new([0u8; 32]);
         self.fill(&mut k[..]);
+        k
+    }
+
+    /// A fresh X25519 private key, clamped where it was drawn (no unwiped copy).
+    pub fn private_key(&mut self) -> SecretKey {
+        let mut k = self.key();
+        clamp_in_place(&mut k);
         k
     }
 }
@@ -429,5 +476,37 @@ mod tests {
         let mut r2 = Rng::from_seed([1; 32]);
         assert_eq!(r1.u32(), r2.u32());
         assert_ne!(*r1.key(), [0u8; 32]);
+    }
+
+    #[test]
+    fn rng_state_after_use_does_not_recompute_earlier_outputs() {
+        let mut rng = Rng::from_seed([7; 32]);
+        let earlier = [rng.key(), rng.key(), rng.key()];
+        // What a dump of the process memory would find now: the key, whose keystreams (far
+        // past any refill) lack what was handed out, and the buffer, which holds only what
+        // is still to come.
+        let dumped = *rng.key;
+        let mut stream = ::chacha20::ChaCha20::new((&dumped).into(), &[0u8; 12].into());
+        let mut ks = vec![0u8; 64 * 256];
+        stream.apply_keystream(&mut ks);
+        ks.extend_from_slice(&rng.buf[..]);
+        for e in &earlier {
+            assert!(
+                !ks.windows(KEY_LEN).any(|w| w == &e[..]),
+                "earlier output recomputed"
+            );
+            assert_ne!(&dumped, &**e);
+        }
+        assert!(
+            rng.buf[..rng.pos].iter().all(|&b| b == 0),
+            "used bytes wiped"
+        );
+        assert_ne!(dumped, [7; 32], "the seed is gone");
+        // Still a deterministic function of the seed, and outputs differ.
+        let mut again = Rng::from_seed([7; 32]);
+        assert_eq!(*again.key(), *earlier[0]);
+        assert_ne!(*earlier[0], *earlier[1]);
+        let k = rng.private_key();
+        assert_eq!((k[0] & 7, k[31] & 0xc0), (0, 0x40));
     }
 }

@@ -99,7 +99,7 @@ impl Device {
         let Some(id) = self.peer_id(&start.remote_static) else {
             return self.count_drop(DropReason::UnknownPeer);
         };
-        let ephemeral = crypto::SecretKey::new(crypto::clamp(*self.rng.key()));
+        let ephemeral = self.rng.private_key();
         let Some(peer) = self.peer_mut(id) else {
             return self.count_drop(DropReason::UnknownPeer);
         };

@@ -137,7 +137,7 @@ impl Device {
             self.indices.remove(&old);
         }
         let index = self.new_index(id);
-        let ephemeral = crate::crypto::SecretKey::new(crate::crypto::clamp(*self.rng.key()));
+        let ephemeral = self.rng.private_key();
         let wall = self
             .wall(now)
             .duration_since(UNIX_EPOCH)

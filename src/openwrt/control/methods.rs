@@ -143,9 +143,7 @@ impl Managed {
     }
 
     fn new_private_key(&mut self) -> Key {
-        let mut k = self.rng.key();
-        *k = crypto::clamp(*k);
-        k
+        self.rng.private_key()
     }
 
     /// `reload`: re-reads the file and applies it to every running interface. An interface
