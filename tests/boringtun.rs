@@ -45,6 +45,23 @@ struct Pair {
     buf: Vec<u8>,
 }
 
+/// solowg's device with boringtun as its one peer, its wall clock read as `wall`.
+fn new_sw(now: Instant, wall: SystemTime, seed: [u8; 32], psk: Option<[u8; 32]>) -> Device {
+    let bt_pub = solowg::crypto::public_key(&node_private(BT));
+    let mut sw = Device::new(now, wall, Rng::from_seed(seed));
+    let mut pc = peer_change(bt_pub);
+    pc.endpoint = Some(bt_addr());
+    pc.preshared_key = psk.map(|k| Some(Zeroizing::new(k)));
+    pc.allowed_ips = vec![
+        allow(IpAddr::V4(Ipv4Addr::from(node_v4(BT))), 32),
+        allow(IpAddr::V6(Ipv6Addr::from(node_v6(BT))), 128),
+    ];
+    let mut req = key_request(node_private(SW));
+    req.peers = vec![pc];
+    sw.apply(&req, now);
+    sw
+}
+
 fn sw_addr() -> SocketAddr {
     node_addr(SW)
 }
@@ -65,23 +82,12 @@ impl Pair {
     ) -> Pair {
         solowg::log::set_level(solowg::log::SILENT);
         let now = Instant::now();
-        let sw_private = node_private(SW);
         let bt_secret = StaticSecret::from(node_private(BT));
         let bt_pub = PublicKey::from(&bt_secret).to_bytes();
         assert_eq!(bt_pub, solowg::crypto::public_key(&node_private(BT)));
-        let sw_pub = solowg::crypto::public_key(&sw_private);
+        let sw_pub = solowg::crypto::public_key(&node_private(SW));
 
-        let mut sw = Device::new(now, SystemTime::now(), Rng::from_seed([0x99; 32]));
-        let mut pc = peer_change(bt_pub);
-        pc.endpoint = Some(bt_addr());
-        pc.preshared_key = sw_psk.map(|k| Some(Zeroizing::new(k)));
-        pc.allowed_ips = vec![
-            allow(IpAddr::V4(Ipv4Addr::from(node_v4(BT))), 32),
-            allow(IpAddr::V6(Ipv6Addr::from(node_v6(BT))), 128),
-        ];
-        let mut req = key_request(sw_private);
-        req.peers = vec![pc];
-        sw.apply(&req, now);
+        let sw = new_sw(now, SystemTime::now(), [0x99; 32], sw_psk);
 
         let bt = Tunn::new(bt_secret, PublicKey::from(sw_pub), bt_psk, None, 7, limiter);
         Pair {
@@ -425,6 +431,81 @@ fn rekey_against_boringtun_keeps_old_session_for_packets_in_flight() {
         }),
         "rekeyed at the current time"
     );
+}
+
+/// A router without RTC: it boots in the past, NTP moves its wall clock 3 years forward
+/// during a session, then it restarts with the clock behind again. Handshake timestamps
+/// follow the clock as the shell reads it: the rekey after the jump carries the new time,
+/// the restarted device's initiations are refused as replays while its clock is behind
+/// (boringtun saw later ones, as the kernel would refuse them too), and once NTP sets the
+/// clock again the next retry completes.
+#[test]
+fn wall_clock_jumps_forward_and_restart_with_clock_behind() {
+    let year = Duration::from_secs(365 * 86_400);
+    let boot = std::time::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+    let mut pair = Pair::new(None, None);
+    pair.sw.set_wall_clock(pair.now, boot);
+    sw_handshake(&mut pair);
+    assert_eq!(
+        pair.sw_peer().last_handshake.map(|t| t.0),
+        Some(1_700_000_000)
+    );
+
+    // NTP, 10 s into the session: the handshake's age stays 10 s.
+    pair.now += Duration::from_secs(10);
+    pair.sw
+        .set_wall_clock(pair.now, boot + 3 * year + Duration::from_secs(10));
+    let age = |pair: &Pair| {
+        let (s, _) = pair.sw_peer().last_handshake.unwrap();
+        let wall = pair
+            .sw
+            .wall(pair.now)
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap();
+        wall.as_secs() - s
+    };
+    assert_eq!(age(&pair), 10, "a handshake's age survives the jump");
+
+    // The rekey after the jump is accepted: its timestamp is 3 years later.
+    pair.now += REKEY_AFTER_TIME;
+    let a = pkt(false, SW, BT, b"after the jump");
+    assert!(matches!(pair.sw_send(&a), Verdict::SendUdp { .. }));
+    assert!(pair.to_bt.iter().any(|d| is_initiation(d)), "rekey started");
+    pair.pump();
+    pair.assert_clean();
+    assert_eq!(age(&pair), 0, "rekeyed just now");
+    let after_jump = pair.sw_peer().last_handshake.unwrap().0;
+    assert!(after_jump >= 1_700_000_000 + 3 * 365 * 86_400);
+
+    // Restart, the clock behind again (no RTC): boringtun refuses the initiation.
+    pair.now += Duration::from_secs(1);
+    let behind = boot + Duration::from_secs(30);
+    pair.sw = new_sw(pair.now, behind, [0x77; 32], None);
+    let b = pkt(false, SW, BT, b"after the restart");
+    assert_eq!(pair.sw_send(&b), Verdict::Done);
+    pair.pump();
+    assert!(
+        pair.bt_errors.iter().any(|e| e.contains("Tai64")),
+        "boringtun refused an old timestamp: {:?}",
+        pair.bt_errors
+    );
+    assert!(pair.sw_peer().last_handshake.is_none());
+    pair.bt_errors.clear();
+
+    // NTP sets the clock; the next retry (REKEY_TIMEOUT later) completes.
+    pair.sw
+        .set_wall_clock(pair.now, boot + 3 * year + Duration::from_secs(200));
+    let before = pair.bt_tun.len();
+    pair.sw_timers(REKEY_TIMEOUT + Duration::from_millis(500));
+    assert!(pair.to_bt.iter().any(|d| is_initiation(d)), "retried");
+    pair.pump();
+    pair.assert_clean();
+    assert!(
+        pair.sw_peer().last_handshake.is_some(),
+        "handshake completed"
+    );
+    assert_eq!(pair.bt_tun.len(), before + 1, "the staged packet arrived");
+    pair.expect_at_bt(&b, sw_v4());
 }
 
 #[test]

@@ -249,8 +249,9 @@ pub struct Applied {
 }
 
 impl Device {
-    /// `now` and `wall_now` are read together once; afterwards wall time is derived from the
-    /// monotonic clock so that the core never reads a clock itself.
+    /// `now` and `wall_now` are read together; the shell reads them again as time goes on
+    /// (`set_wall_clock`), so the core never reads a clock itself and still follows a wall
+    /// clock that jumps (a router without RTC boots in the past until NTP sets it).
     pub fn new(now: Instant, wall_now: SystemTime, mut rng: Rng) -> Self {
         let index_tag = (rng.u32() & INDEX_TAG_MASK) as u16;
         Device {
@@ -328,7 +329,15 @@ impl Device {
         Verdict::Drop(r)
     }
 
-    /// Wall-clock time corresponding to a monotonic instant.
+    /// The wall clock as the shell just read it at monotonic `now`. Handshake timestamps
+    /// and handshake ages follow it from then on: after a jump of the wall clock, the next
+    /// initiation carries the new time, and a handshake made 2 minutes ago stays 2 minutes
+    /// old.
+    pub fn set_wall_clock(&mut self, now: Instant, wall_now: SystemTime) {
+        self.wall_base = (now, wall_now);
+    }
+
+    /// Wall-clock time corresponding to a monotonic instant, from the latest reading.
     pub fn wall(&self, t: Instant) -> SystemTime {
         match t.checked_duration_since(self.wall_base.0) {
             Some(d) => self.wall_base.1 + d,

@@ -19,7 +19,7 @@ use std::io::{self, Read, Write};
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsFd;
 use std::os::unix::net::{UnixListener, UnixStream};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 use zeroize::Zeroize;
 
 mod rx;
@@ -299,6 +299,8 @@ pub struct Daemon {
     small: batch::SmallBatch,
     /// When a tunnel last had data to move (see `Slot::turn`).
     data_seen: Option<Instant>,
+    /// When the wall clock was last read for the devices (see `WALL_CLOCK_EVERY`).
+    wall_read: Option<Instant>,
 }
 
 /// The daemon's shared packet buffers, lent to one interface's turn.
@@ -311,6 +313,10 @@ type Buffers<'a> = (
 
 /// How long after tunnel data handshakes stay charged to their budget.
 const DATA_RECENT: Duration = Duration::from_millis(100);
+/// How often the wall clock is read for the devices: a jump (NTP setting the clock of a
+/// router without RTC) reaches handshake timestamps within this, at one clock read per
+/// interval rather than per turn.
+const WALL_CLOCK_EVERY: Duration = Duration::from_millis(100);
 
 impl Daemon {
     pub fn new(signals: SignalFd) -> io::Result<Daemon> {
@@ -325,6 +331,7 @@ impl Daemon {
             co: offload::TcpCoalescer::default(),
             small: batch::SmallBatch::default(),
             data_seen: None,
+            wall_read: None,
         })
     }
 
@@ -450,6 +457,17 @@ impl Daemon {
             }
             if signal && self.signals.take() {
                 return Exit::Signal;
+            }
+            let now = Instant::now();
+            if self
+                .wall_read
+                .is_none_or(|t| now.saturating_duration_since(t) >= WALL_CLOCK_EVERY)
+            {
+                self.wall_read = Some(now);
+                let wall = SystemTime::now();
+                for s in self.slots.iter_mut().flatten() {
+                    s.dev.set_wall_clock(now, wall);
+                }
             }
             for i in 0..self.slots.len() {
                 let Some(s) = self.slots[i].as_mut() else {
