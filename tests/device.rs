@@ -1293,3 +1293,66 @@ fn staged_queue_keeps_only_the_newest_packets() {
         packets[200 - MAX_STAGED_PACKETS..].to_vec()
     );
 }
+
+/// The managed daemon's once-a-second check reads `peer_states`, status and `get=1` read
+/// `info()`: both must say the same of every peer (order, key, handshake, endpoint), with
+/// and without a handshake or an endpoint, and after a peer was removed from the middle.
+#[test]
+fn peer_states_agree_with_info() {
+    let mut net = Net::new(3);
+    net.connect(A, B);
+    net.connect(B, A);
+    net.handshake_with(A, &net.pkt4(A, B, b"x"));
+    net.advance(secs(3));
+    // Extra peers on A: no endpoint, an endpoint, a removed one leaving a hole.
+    let extra: Vec<[u8; 32]> = (0..4u8).map(|i| [0x40 + i; 32]).collect();
+    let mut changes = Vec::new();
+    for (i, k) in extra.iter().enumerate() {
+        let mut c = peer_change(*k);
+        c.allowed_ips = vec![allow(v4([10, 9, i as u8, 0]), 24)];
+        if i % 2 == 1 {
+            c.endpoint = Some(SocketAddr::from(([192, 0, 2, i as u8], 51820)));
+        }
+        changes.push(c);
+    }
+    changes.push(peer_change(net.nodes[C].public));
+    net.set(
+        A,
+        SetRequest {
+            peers: changes,
+            ..SetRequest::default()
+        },
+    );
+    let mut rm = peer_change(extra[1]);
+    rm.remove = true;
+    net.set(
+        A,
+        SetRequest {
+            peers: vec![rm],
+            ..SetRequest::default()
+        },
+    );
+    for node in [A, B] {
+        let dev = &net.nodes[node].dev;
+        let info = dev.info();
+        let states: Vec<_> = dev.peer_states().collect();
+        assert_eq!(states.len(), info.peers.len());
+        for (s, p) in states.iter().zip(&info.peers) {
+            assert_eq!(*s.public_key, p.public_key);
+            assert_eq!(s.last_handshake, p.last_handshake);
+            assert_eq!(s.endpoint, p.endpoint);
+            assert_eq!(dev.peer_state(&p.public_key), Some(*s));
+        }
+        assert!(info.peers.iter().any(|p| p.last_handshake.is_some()));
+    }
+    assert_eq!(net.nodes[A].dev.info().peers.len(), 5);
+    assert!(net.nodes[A].dev.peer_state(&extra[1]).is_none());
+    let hs = net.info(A, B).last_handshake;
+    assert_eq!(
+        net.nodes[A]
+            .dev
+            .peer_state(&net.nodes[B].public)
+            .and_then(|s| s.last_handshake),
+        hs
+    );
+}

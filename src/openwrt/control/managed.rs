@@ -59,9 +59,10 @@ pub struct Managed {
     pub(super) named: HashMap<u64, NamedEndpoint>,
     pub(super) next_endpoint_id: u64,
     next_check: Instant,
-    /// Last handshake (unix seconds) reported per (interface, peer), and whether the peer
-    /// was reported stale since.
-    pub(super) seen: HashMap<(String, [u8; 32]), (u64, bool)>,
+    /// Per interface, per peer: last handshake (unix seconds) reported, and whether the peer
+    /// was reported stale since. Keyed by interface first so the once-a-second check finds
+    /// a peer's entry without building a key per peer.
+    pub(super) seen: HashMap<String, HashMap<[u8; 32], (u64, bool)>>,
     /// `ubus call network.interface notify_proto` and `ifup` processes not yet reaped.
     pub(super) children: Vec<std::process::Child>,
     /// Interfaces a previous instance had up, to hand back to netifd once registered.
@@ -107,7 +108,7 @@ impl Managed {
         let name = icfg.name.as_str();
         let running: Vec<[u8; 32]> = d
             .get(name)
-            .map(|s| s.dev.info().peers.iter().map(|p| p.public_key).collect())
+            .map(|s| s.dev.peer_states().map(|p| *p.public_key).collect())
             .unwrap_or_default();
         let req = diff::plan(icfg, prev, &running);
         d.apply(name, req).map_err(|errno| {
@@ -136,28 +137,33 @@ impl Managed {
         }
     }
 
-    /// Once a second: handshake and stale events, stalled peers re-resolved.
+    /// Once a second: handshake and stale events, stalled peers re-resolved. Reads only
+    /// each peer's handshake time (`peer_states`), and allocates only for events to send.
     fn check_peers(&mut self, d: &mut Daemon, now: Instant) {
         self.reap();
         let unix = unix_now();
         let stale_after = REJECT_AFTER_TIME.as_secs();
+        let stalled = |hs: u64| hs == 0 || unix.saturating_sub(hs) > stale_after;
         let mut events = Vec::new();
-        let mut stalled = Vec::new();
         for s in d.slots() {
-            let name = s.io.ifname().to_string();
-            for p in s.dev.info().peers {
-                let hs = p.last_handshake.map_or(0, |(t, _)| t);
-                let key = (name.clone(), p.public_key);
-                let entry = self.seen.entry(key).or_insert((0, false));
+            let name = s.io.ifname();
+            if !self.seen.contains_key(name) {
+                self.seen.insert(name.to_string(), HashMap::new());
+            }
+            let Some(seen) = self.seen.get_mut(name) else {
+                continue;
+            };
+            for p in s.dev.peer_states() {
+                let Some((hs, _)) = p.last_handshake else {
+                    continue;
+                };
+                let entry = seen.entry(*p.public_key).or_insert((0, false));
                 if hs != 0 && hs != entry.0 {
                     *entry = (hs, false);
-                    events.push(("solowg.handshake", name.clone(), p.public_key));
-                } else if hs != 0 && !entry.1 && unix.saturating_sub(hs) > stale_after {
+                    events.push(("solowg.handshake", name.to_string(), *p.public_key));
+                } else if hs != 0 && !entry.1 && stalled(hs) {
                     entry.1 = true;
-                    events.push(("solowg.stale", name.clone(), p.public_key));
-                }
-                if hs == 0 || unix.saturating_sub(hs) > stale_after {
-                    stalled.push((name.clone(), p.public_key));
+                    events.push(("solowg.stale", name.to_string(), *p.public_key));
                 }
             }
         }
@@ -171,7 +177,12 @@ impl Managed {
             }
         }
         for (id, n) in &self.named {
-            if stalled.contains(&(n.ifname.clone(), n.public_key)) {
+            let hs = d
+                .get(&n.ifname)
+                .and_then(|s| s.dev.peer_state(&n.public_key))
+                .map(|p| p.last_handshake.map_or(0, |(t, _)| t));
+            // A peer the device does not have (yet) is not stalled.
+            if hs.is_some_and(stalled) {
                 self.endpoints.note_handshake_stalled(*id, now);
             } else {
                 self.endpoints.note_handshake_completed(*id, now);

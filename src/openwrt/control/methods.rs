@@ -92,7 +92,7 @@ impl Managed {
         if self.running.remove(ifname).is_some() {
             self.save_state();
         }
-        self.seen.retain(|(i, _), _| i != ifname);
+        self.seen.remove(ifname);
         let found = d.remove(ifname).is_some();
         if found {
             let _ = std::fs::remove_file(iface::socket_path(ifname));
