@@ -387,6 +387,20 @@ impl Daemon {
         self.slots.iter().flatten()
     }
 
+    /// Sets an interface's MTU: its TUN's, and the device's at once (padding follows it, and
+    /// the TX buffers grow on the next TUN read if it grew, see `Slot::turn`).
+    pub fn set_mtu(&mut self, ifname: &str, mtu: u32) -> io::Result<()> {
+        let s = self
+            .slots
+            .iter_mut()
+            .flatten()
+            .find(|s| s.io.ifname == ifname)
+            .ok_or_else(|| io::Error::from_raw_os_error(libc::ENODEV))?;
+        s.io.tun.set_mtu(mtu)?;
+        s.dev.mtu = mtu as usize;
+        Ok(())
+    }
+
     /// Applies a configuration change to one interface with the UAPI's semantics (see
     /// `Io::apply_set`); the errno when it was refused, ENODEV for an unknown interface.
     pub fn apply(&mut self, ifname: &str, req: uapi::SetRequest) -> Result<(), i32> {

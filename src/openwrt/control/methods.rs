@@ -56,7 +56,7 @@ impl Managed {
     /// endpoint addresses that need a host route, and the non-fatal errors (skipped peers).
     fn up(&mut self, d: &mut Daemon, ifname: &str) -> Result<Vec<(String, Value)>, String> {
         let mut cfg = self.read_config()?;
-        let errors = Self::errors_for(&cfg, Some(ifname));
+        let mut errors = Self::errors_for(&cfg, Some(ifname));
         let Some(pos) = cfg.interfaces.iter().position(|i| i.name == ifname) else {
             return Err(if cfg.failed_interfaces.iter().any(|f| f == ifname) {
                 errors.join("; ")
@@ -74,6 +74,9 @@ impl Managed {
             d.add(tun, udp, uapi, dev)
                 .map_err(|e| format!("{ifname}: cannot serve: {e}"))?;
             log::info(format_args!("{ifname} up (managed)"));
+        } else if let Err(e) = Self::apply_mtu(d, &icfg) {
+            // Set up again (ifup after an edit): the MTU is the section's, as for a new TUN.
+            errors.push(e);
         }
         self.ensure_key(&mut icfg);
         if let Err(e) = self.apply(d, &icfg, None) {
@@ -177,6 +180,13 @@ impl Managed {
             }
             match self.apply(d, &icfg, prev.as_ref()) {
                 Ok(()) => {
+                    // Only when the option changed: an MTU set by hand (`ip link`) is kept by
+                    // reloads that leave `mtu` alone.
+                    if prev.as_ref().is_some_and(|p| p.mtu != icfg.mtu) {
+                        if let Err(e) = Self::apply_mtu(d, &icfg) {
+                            errors.push(e);
+                        }
+                    }
                     applied.push(Value::str(name.clone()));
                     self.running.insert(name, icfg);
                 }
@@ -199,6 +209,19 @@ impl Managed {
                 Value::Array(errors.into_iter().map(Value::Str).collect()),
             ),
         ]))
+    }
+
+    /// Brings a running interface's MTU to its section's (the default when it has none).
+    fn apply_mtu(d: &mut Daemon, icfg: &InterfaceConfig) -> Result<(), String> {
+        let name = icfg.name.as_str();
+        let mtu = icfg.mtu.unwrap_or(iface::DEFAULT_MTU);
+        if d.get(name).is_none_or(|s| s.dev.mtu == mtu as usize) {
+            return Ok(());
+        }
+        d.set_mtu(name, mtu)
+            .map_err(|e| format!("{name}: cannot set MTU {mtu}: {e}"))?;
+        log::info(format_args!("{name}: MTU now {mtu}"));
+        Ok(())
     }
 
     fn netifd_data(
