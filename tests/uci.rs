@@ -577,3 +577,82 @@ fn random_files_read_like_uci() {
         assert_same_as_uci(&u);
     }
 }
+
+/// The managed daemon saves a generated key by feeding `uci batch` its commands through a
+/// pipe (never the command line), without waiting: the real CLI must read them from its
+/// standard input, set the option and commit, leaving the rest of the file as it was.
+#[test]
+fn generated_key_saved_by_uci_batch_from_stdin() {
+    use solowg::openwrt::control::key_commands;
+    use std::process::Stdio;
+    let Some(bin) = uci_bin("generated_key_saved_by_uci_batch_from_stdin") else {
+        return;
+    };
+    let u = Uci::new(bin);
+    u.set("wg0", "interface");
+    u.set("wg0.proto", "solowg");
+    u.set("wg0.private_key", "generate");
+    u.set("wg0.listen_port", "51820");
+    u.set("peer1", "solowg_wg0");
+    u.set("peer1.public_key", &key(3));
+    u.add_list("peer1.allowed_ips", "10.9.0.2/32");
+    let secret = zeroize::Zeroizing::new([0xa7u8; 32]);
+    let cmds = key_commands("wg0", &secret).expect("a UCI name");
+    assert!(!cmds.contains('\0'));
+    let mut child = Command::new(&u.bin)
+        .arg("-q")
+        .arg("-c")
+        .arg(u.root.join("config"))
+        .arg("-t")
+        .arg(u.root.join("save"))
+        .arg("batch")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("run uci");
+    solowg::sys::child::feed(child.stdin.take().unwrap(), cmds.as_bytes()).unwrap();
+    assert!(child.wait().unwrap().success());
+    let cfg = load(&u);
+    let i = cfg.interface("wg0").expect("wg0 loads");
+    assert!(matches!(&i.private_key, KeySpec::Key(k) if k[..] == secret[..]));
+    assert_eq!(i.listen_port, Some(51820));
+    assert_eq!(i.peers.len(), 1);
+    assert_eq!(
+        u.run(&["get", "network.wg0.private_key"]).trim(),
+        base64(&secret[..])
+    );
+    // Committed: no change is left pending in the save directory.
+    assert_eq!(u.run(&["changes", PKG]), "");
+    // Anything but a UCI name would change the batch's meaning: refused.
+    for bad in ["", "wg0'\ncommit", "wg 0", "wg0.x", "wg0;"] {
+        assert!(key_commands(bad, &secret).is_none(), "{bad:?}");
+    }
+}
+
+/// `sys::child::feed` hands over small input and closes the pipe, and returns at once,
+/// with an error, when the input does not fit the pipe (it never waits for the reader).
+#[test]
+fn feeding_a_child_never_waits() {
+    use std::process::Stdio;
+    let mut cat = Command::new("cat")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("cat");
+    solowg::sys::child::feed(cat.stdin.take().unwrap(), b"set a.b.c='d'\n").unwrap();
+    let out = cat.wait_with_output().unwrap();
+    assert_eq!(out.stdout, b"set a.b.c='d'\n");
+    // `sleep` never reads: 1 MiB cannot fit a pipe (64 KiB by default). A blocking write
+    // would return only once `sleep` had exited (EPIPE); this one returns while it runs.
+    let mut sleeper = Command::new("sleep")
+        .arg("10")
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("sleep");
+    let r = solowg::sys::child::feed(sleeper.stdin.take().unwrap(), &vec![b'x'; 1 << 20]);
+    let still_running = matches!(sleeper.try_wait(), Ok(None));
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+    assert!(still_running, "feed waited for the reader");
+    assert_eq!(r.unwrap_err().kind(), std::io::ErrorKind::WriteZero);
+}

@@ -183,7 +183,6 @@ pub struct NetworkConfig {
 }
 
 impl NetworkConfig {
-    #[cfg(any(test, feature = "internals"))]
     pub fn interface(&self, name: &str) -> Option<&InterfaceConfig> {
         self.interfaces.iter().find(|i| i.name == name)
     }

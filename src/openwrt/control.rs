@@ -9,14 +9,18 @@
 //! One file per part: `methods` (the ubus methods and their replies), `network_file` (reading
 //! the configuration for them), `diff` (what a new configuration changes on a running
 //! interface; pure, no I/O), `managed` (the event loop's control hook and the periodic checks),
-//! `endpoints` (host name endpoints) and `state` (the state file and crash recovery).
+//! `endpoints` (host name endpoints), `keys` (saving a generated key with `uci`, off the loop)
+//! and `state` (the state file and crash recovery).
 
 mod diff;
 mod endpoints;
+mod keys;
 mod managed;
 mod methods;
 mod network_file;
 mod state;
 
+#[cfg(feature = "internals")]
+pub use keys::key_commands;
 pub use managed::{Managed, Options};
 pub use methods::{object_spec, OBJECT};

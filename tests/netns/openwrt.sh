@@ -69,6 +69,13 @@ mkdir -p "/etc/netns/$NT_NS_A"
 echo "nameserver $NT_OUT4_B" >"/etc/netns/$NT_NS_A/resolv.conf"
 echo "# test hosts" >"/etc/netns/$NT_NS_A/hosts"
 
+# A slow `uci` for the daemons: 3 s asleep, then the real one. Saving a generated key must
+# not hold up the daemon meanwhile. It records its PID so the test can look at it asleep.
+REAL_UCI=$(command -v "$UCI")
+printf '#!/bin/sh\necho "$$" >>"%s"\nsleep 3\nexec "%s" "$@"\n' "$NT_TMP/uci-slow.pids" "$REAL_UCI" \
+	>"$NT_TMP/bin/uci-slow"
+chmod +x "$NT_TMP/bin/uci-slow"
+
 ubusd_start() {
 	ip netns exec "${NS[$1]}" timeout 600 "$UBUSD" --socket="$(sock "$1")" >>"$NT_TMP/ubusd-$1.log" 2>&1 &
 	UBUSD_PID[$1]=$!
@@ -78,7 +85,7 @@ ubusd_start() {
 object_there() { ubus_ "$1" list solowg 2>/dev/null | grep -q solowg; }
 daemon_start() {
 	UBUS_SOCKET=$(sock "$1") LOG_LEVEL=verbose ip netns exec "${NS[$1]}" timeout -k 5 "$NT_DAEMON_MAX_S" \
-		"$SOLOWG" --uci --config-dir "$(cfg "$1")" --uci-bin "$UCI" --ubus-bin "$NT_TMP/bin/ubus" \
+		"$SOLOWG" --uci --config-dir "$(cfg "$1")" --uci-bin "$NT_TMP/bin/uci-slow" --ubus-bin "$NT_TMP/bin/ubus" \
 		--state-file "$NT_TMP/$1/state" --ifup-bin "$NT_TMP/bin/ifup-$1" \
 		>>"$NT_TMP/solowg-$1.log" 2>&1 &
 	DPID[$1]=$!
@@ -278,19 +285,60 @@ keys_ok() {
 }
 nt_check ubus.genkey-pubkey-genpsk keys_ok || true
 
-# private_key 'generate': created, saved through uci; teardown removes the interface.
+# private_key 'generate': created at `up` and saved with `uci batch`, which the daemon does
+# not wait for. Its uci is the slow stand-in (3 s asleep), and meanwhile A's tunnel to B
+# carries pings every 0.1 s: none may be lost or take longer than 500 ms. `up` answers
+# while uci still sleeps; the key is never in uci's command line or environment (it goes
+# through a pipe); it ends up in the file, and the daemon logs that when it reaps uci.
 uci_ a set "network.${NT_IF_A}n=interface"
 uci_ a set "network.${NT_IF_A}n.proto=solowg"
 uci_ a set "network.${NT_IF_A}n.private_key=generate"
 uci_ a commit network
-gen_ok() {
+: >"$NT_TMP/uci-slow.pids"
+ip netns exec "$NT_NS_A" timeout 20 ping -c 60 -i 0.1 -W 1 "$NT_IN4_B" >"$NT_TMP/ping-during-uci.txt" 2>&1 &
+ping_pid=$!
+NT_BG_PIDS+=("$ping_pid")
+sleep 1
+handler a setup "${NT_IF_A}n" >"$NT_TMP/announce-gen.log"
+uci_pid=
+uci_started() { uci_pid=$(head -n 1 "$NT_TMP/uci-slow.pids") && [[ -n $uci_pid ]]; }
+# While it sleeps: still the stand-in (not yet the real uci), so `up` did not wait for it.
+uci_asleep_after_up() {
+	nt_wait_until 2 uci_started || return 1
+	tr '\0' ' ' <"/proc/$uci_pid/cmdline" >"$NT_TMP/uci-cmdline.txt" &&
+		tr '\0' '\n' <"/proc/$uci_pid/environ" >"$NT_TMP/uci-environ.txt" &&
+		grep -q uci-slow "$NT_TMP/uci-cmdline.txt" && grep -q ' batch $' "$NT_TMP/uci-cmdline.txt"
+}
+nt_check uci.up-answers-while-uci-still-runs uci_asleep_after_up || true
+gen_saved() {
 	local k
-	handler a setup "${NT_IF_A}n" >"$NT_TMP/announce-gen.log"
-	k=$(uci_ a get "network.${NT_IF_A}n.private_key") || return 1
-	[[ ${#k} -eq 44 ]] &&
-		status a | jq -e ".interfaces[] | select(.name==\"${NT_IF_A}n\") | .public_key == \"$(wg pubkey <<<"$k")\"" >/dev/null
+	k=$(uci_ a get "network.${NT_IF_A}n.private_key" 2>/dev/null) && [[ ${#k} -eq 44 ]] &&
+		(umask 077 && printf '%s\n' "$k" >"$NT_TMP/gen.key")
+}
+gen_ok() {
+	nt_wait_until 10 gen_saved &&
+		status a | jq -e ".interfaces[] | select(.name==\"${NT_IF_A}n\") | .public_key == \"$(wg pubkey <"$NT_TMP/gen.key")\"" >/dev/null
 }
 nt_check uci.private-key-generated-and-saved gen_ok || true
+saved_logged() { grep -q "${NT_IF_A}n: generated a private key and saved it" "$NT_TMP/solowg-a.log"; }
+nt_check uci.save-logged-when-uci-reaped nt_wait_until 5 saved_logged || true
+key_not_in_argv() {
+	local b64 hex
+	b64=$(cat "$NT_TMP/gen.key") && hex=$(base64 -d <<<"$b64" | od -An -tx1 | tr -d ' \n') &&
+		[[ -s $NT_TMP/uci-cmdline.txt && ${#hex} -eq 64 ]] &&
+		! grep -qiF -e "$b64" -e "$hex" "$NT_TMP/uci-cmdline.txt" "$NT_TMP/uci-environ.txt"
+}
+nt_check uci.key-not-in-uci-command-line-or-environment key_not_in_argv || true
+wait "$ping_pid" || true
+ping_sent=$(awk '/packets transmitted/ { print $1 }' "$NT_TMP/ping-during-uci.txt")
+ping_recv=$(awk '/packets transmitted/ { print $4 }' "$NT_TMP/ping-during-uci.txt")
+ping_max=$(awk -F'/' '/^rtt/ { print $6 }' "$NT_TMP/ping-during-uci.txt")
+nt_info "pings through A's tunnel during the slow uci write: $ping_recv of $ping_sent answered, max ${ping_max:-?} ms"
+no_stall() {
+	[[ $ping_sent == 60 && $ping_recv == 60 && -n $ping_max ]] &&
+		awk -v m="$ping_max" 'BEGIN { exit !(m < 500) }'
+}
+nt_check uci.tunnel-not-stalled-by-slow-uci no_stall || true
 handler a teardown "${NT_IF_A}n" >/dev/null
 down_ok() { nt_sock_gone "${NT_IF_A}n" && ! nt_link_exists "$NT_NS_A" "${NT_IF_A}n"; }
 nt_check netifd.teardown-removes-interface nt_wait_until 3 down_ok || true
@@ -349,7 +397,8 @@ no_secrets() {
 	local f
 	for f in "$NT_TMP"/status.json "$NT_TMP"/announce-*.log "$NT_TMP"/solowg-*.log \
 		"$NT_TMP"/events.log "$NT_TMP"/show.txt "$NT_TMP"/reload-bad.json "$NT_TMP"/notify.log; do
-		for k in a b; do
+		for k in a b gen; do
+			[[ -s $NT_TMP/$k.key ]] || continue
 			! grep -qF -- "$(cat "$NT_TMP/$k.key")" "$f" || return 1
 		done
 	done

@@ -4,6 +4,7 @@
 
 use super::diff;
 use super::endpoints::NamedEndpoint;
+use super::keys::KeyWrite;
 use super::methods::{table, unix_now};
 // Through the parent's re-exports, which nothing else uses without the `internals` feature.
 use super::{object_spec, OBJECT};
@@ -65,6 +66,8 @@ pub struct Managed {
     pub(super) seen: HashMap<String, HashMap<[u8; 32], (u64, bool)>>,
     /// `ubus call network.interface notify_proto` and `ifup` processes not yet reaped.
     pub(super) children: Vec<std::process::Child>,
+    /// `uci` runs saving generated keys, not reaped yet.
+    pub(super) key_writes: Vec<KeyWrite>,
     /// Interfaces a previous instance had up, to hand back to netifd once registered.
     pub(super) restore: Vec<String>,
 }
@@ -91,6 +94,7 @@ impl Managed {
             next_check: Instant::now(),
             seen: HashMap::new(),
             children: Vec::new(),
+            key_writes: Vec::new(),
             restore: Vec::new(),
         };
         m.load_restore();
@@ -193,6 +197,7 @@ impl Managed {
     fn reap(&mut self) {
         self.children
             .retain_mut(|c| matches!(c.try_wait(), Ok(None)));
+        self.reap_key_writes();
     }
 
     /// On SIGTERM: every interface's UAPI socket goes (the TUNs go with the process).

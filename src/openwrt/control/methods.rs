@@ -104,48 +104,7 @@ impl Managed {
         found
     }
 
-    /// A missing or `generate` key: make one and save it with `uci`, as the kernel WireGuard
-    /// handler does, so the interface keeps its identity across restarts.
-    fn ensure_key(&mut self, icfg: &mut InterfaceConfig) {
-        if !matches!(icfg.private_key, KeySpec::Generate) {
-            return;
-        }
-        let key = self.new_private_key();
-        let b64 = Zeroizing::new(base64(&key[..]));
-        let dir = self.opts.config_dir.display().to_string();
-        // Our own delta directory, so nothing of ours lingers in the shared /tmp/.uci.
-        let save = self.opts.state_file.with_file_name("uci");
-        let _ = std::fs::create_dir_all(&save);
-        let save = save.display().to_string();
-        // The uci argument holds the key in base64: wiped when it goes.
-        let set = Zeroizing::new(format!(
-            "network.{}.private_key={}",
-            icfg.name,
-            b64.as_str()
-        ));
-        let uci = |args: &[&str]| {
-            std::process::Command::new(&self.opts.uci)
-                .args(["-q", "-c", &dir, "-t", &save])
-                .args(args)
-                .status()
-                .is_ok_and(|s| s.success())
-        };
-        let ok = uci(&["set", set.as_str()]) && uci(&["commit", "network"]);
-        if ok {
-            log::info(format_args!(
-                "{}: generated a private key and saved it",
-                icfg.name
-            ));
-        } else {
-            log::error(format_args!(
-                "{}: generated a private key but could not save it with '{}'; it lasts until restart",
-                icfg.name, self.opts.uci
-            ));
-        }
-        icfg.private_key = KeySpec::Key(key);
-    }
-
-    fn new_private_key(&mut self) -> Key {
+    pub(super) fn new_private_key(&mut self) -> Key {
         self.rng.private_key()
     }
 
