@@ -272,6 +272,7 @@ impl Control for Managed {
         log::error(format_args!("{ifname}: interface gone ({e})"));
         self.forget_endpoints(ifname);
         self.running.remove(ifname);
+        self.seen.remove(ifname);
         let _ = std::fs::remove_file(iface::socket_path(ifname));
     }
 }
