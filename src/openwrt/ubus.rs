@@ -737,6 +737,13 @@ impl UbusClient {
         }
     }
 
+    /// Leaves the broker for good (no reconnection): the object disappears at once.
+    pub fn close(&mut self) {
+        self.sock = None;
+        self.conn.reset();
+        self.deadline = None;
+    }
+
     /// See [`UbusConn::reply`]; the answer is written at once where the socket allows.
     pub fn reply(
         &mut self,

@@ -202,6 +202,10 @@ impl Managed {
 
     /// On SIGTERM: every interface's UAPI socket goes (the TUNs go with the process).
     pub fn shutdown(&mut self, d: &mut Daemon) {
+        // The object first: netifd reacts to the TUNs going by calling `down` and `up`, which
+        // must find no object (fail at once, wait for the next daemon) rather than this one,
+        // which no longer answers.
+        self.ubus.close();
         let names: Vec<String> = d.slots().map(|s| s.io.ifname().to_string()).collect();
         for n in names {
             self.down(d, &n);
