@@ -2,7 +2,8 @@
 # netifd protocol handler for 'proto solowg'. The tunnels are served by one daemon
 # (/etc/init.d/solowg): setup asks it over ubus to create and configure the interface from
 # /etc/config/network, then announces the addresses, routes and endpoint host dependencies
-# it returns; teardown asks it to remove the interface. Configuration errors are shown in
+# it returns; renew does the same on the running interface (peers added since); teardown
+# asks it to remove the interface. Configuration errors are shown in
 # `ubus call network.interface.<name> status` and stop netifd from retrying in a loop.
 
 [ -n "$INCLUDE_ONLY" ] || [ -x /usr/sbin/solowg ] || exit 0
@@ -13,11 +14,24 @@
 	init_proto "$@"
 }
 
+# Seconds setup waits for the daemon's ubus object: at boot it may still be starting (START
+# orders the start, it does not wait), after a crash procd starts it again after 5 s.
+SOLOWG_WAIT=10
+# Pause after a failed setup: netifd retries at once, so without it a missing daemon means
+# a busy loop (kernel WireGuard's handler pauses 5 s too).
+SOLOWG_RETRY_DELAY=5
+
 proto_solowg_init_config() {
 	available=1
 	no_device=1
 	no_proto_task=1
 	renew_handler=1
+	# The TUN goes with the daemon (restart, crash, upgrade): netifd then tears the
+	# interface down and sets it up again, which waits for the new daemon.
+	teardown_on_l3_link_down=1
+	# netifds that watch '<proto>_<interface>' sections renew the interface when its peers
+	# change (ignored by those that do not).
+	peer_detect=1
 	proto_config_add_string "private_key"
 	proto_config_add_int "listen_port"
 	proto_config_add_int "mtu"
@@ -35,26 +49,18 @@ solowg_split() {
 	[ "$mask" = "$1" ] && mask=
 }
 
-proto_solowg_setup() {
-	local config="$1"
-	local reply err ifname tunlink addresses routes prefixes hosts warnings
-	local a addr mask
+# solowg_up INTERFACE: the daemon's `up` reply (JSON) once its object is there; fails when
+# the daemon is not reachable within SOLOWG_WAIT seconds.
+solowg_up() {
+	ubus -t "$SOLOWG_WAIT" wait_for solowg >/dev/null 2>&1 &&
+		ubus -t 15 call solowg up "{\"interface\":\"$1\"}" 2>/dev/null
+}
 
-	reply=$(ubus -t 15 call solowg up "{\"interface\":\"$config\"}" 2>&1) || {
-		proto_notify_error "$config" "DAEMON_UNAVAILABLE"
-		proto_setup_failed "$config"
-		return 1
-	}
-	json_load "$reply"
-	json_get_var err error
-	if [ -n "$err" ]; then
-		logger -t solowg "$config: $err"
-		proto_notify_error "$config" "CONFIG_ERROR" "$err"
-		# Retrying cannot fix a bad key or an unknown interface: no restart loop.
-		proto_block_restart "$config"
-		proto_setup_failed "$config"
-		return 1
-	fi
+# solowg_announce INTERFACE: tells netifd what the loaded `up` reply holds. A complete
+# update each time (renew too): netifd keeps what is unchanged and adds or drops the rest.
+solowg_announce() {
+	local config="$1"
+	local ifname tunlink addresses routes prefixes hosts warnings a addr mask
 	# Everything is read out first: each proto_* helper below starts a new JSON message.
 	json_get_var ifname ifname
 	json_get_var tunlink tunlink
@@ -94,6 +100,30 @@ proto_solowg_setup() {
 	done
 }
 
+proto_solowg_setup() {
+	local config="$1"
+	local reply err
+
+	reply=$(solowg_up "$config") || {
+		logger -t solowg "$config: daemon not reachable over ubus; retrying in ${SOLOWG_RETRY_DELAY}s"
+		proto_notify_error "$config" "DAEMON_UNAVAILABLE"
+		sleep "$SOLOWG_RETRY_DELAY"
+		proto_setup_failed "$config"
+		return 1
+	}
+	json_load "$reply"
+	json_get_var err error
+	if [ -n "$err" ]; then
+		logger -t solowg "$config: $err"
+		proto_notify_error "$config" "CONFIG_ERROR" "$err"
+		# Retrying cannot fix a bad key or an unknown interface: no restart loop.
+		proto_block_restart "$config"
+		proto_setup_failed "$config"
+		return 1
+	fi
+	solowg_announce "$config"
+}
+
 # solowg_lines ARRAY: the strings of a JSON array of the loaded message, one per line.
 solowg_lines() {
 	local keys k v
@@ -108,12 +138,31 @@ solowg_lines() {
 
 proto_solowg_teardown() {
 	local config="$1"
-	ubus -t 5 call solowg down "{\"interface\":\"$config\"}" >/dev/null 2>&1
+	# Short: netifd stops waiting for a teardown after 5 s.
+	ubus -t 3 call solowg down "{\"interface\":\"$config\"}" >/dev/null 2>&1
 	return 0
 }
 
+# Renew (`ubus call network.interface.<name> renew`, the daemon's reload, peer changes seen
+# by netifd): the daemon applies the interface's current peers (unchanged ones keep their
+# sessions) and the routes and host dependencies of new peers are announced. A failure
+# leaves the running interface as it is.
 proto_solowg_renew() {
-	ubus -t 10 call solowg reload >/dev/null 2>&1
+	local config="$1"
+	local reply err
+
+	reply=$(solowg_up "$config") || {
+		logger -t solowg "$config: renew: daemon not reachable over ubus"
+		return 0
+	}
+	json_load "$reply"
+	json_get_var err error
+	if [ -n "$err" ]; then
+		logger -t solowg "$config: renew: $err"
+		proto_notify_error "$config" "CONFIG_ERROR" "$err"
+		return 0
+	fi
+	solowg_announce "$config"
 }
 
 [ -n "$INCLUDE_ONLY" ] || {

@@ -5,7 +5,9 @@
 # here: our protocol handler (files/solowg.sh) runs under busybox ash with the real jshn
 # and the real ubus CLI (as `ubus`) against a stand-in of netifd's handler library that
 # records what the handler announces (tests/netns/netifd-standin.sh); the test then applies
-# the announcement with `ip`, as netifd would. The daemon's own notify_proto call (host
+# the announcement with `ip`, as netifd would. For restart, crash, renew and a start while
+# the daemon is down, the same stand-in also plays netifd's part (its netifd_standin: setup
+# retried at once, teardown and setup when the device goes). The daemon's own notify_proto call (host
 # route for an endpoint learnt from DNS) goes to a recording `network.interface` object
 # served on A's real broker.
 #
@@ -86,7 +88,7 @@ object_there() { ubus_ "$1" list solowg 2>/dev/null | grep -q solowg; }
 daemon_start() {
 	UBUS_SOCKET=$(sock "$1") LOG_LEVEL=verbose ip netns exec "${NS[$1]}" timeout -k 5 "$NT_DAEMON_MAX_S" \
 		"$SOLOWG" --uci --config-dir "$(cfg "$1")" --uci-bin "$NT_TMP/bin/uci-slow" --ubus-bin "$NT_TMP/bin/ubus" \
-		--state-file "$NT_TMP/$1/state" --ifup-bin "$NT_TMP/bin/ifup-$1" \
+		--state-file "$NT_TMP/$1/state" \
 		>>"$NT_TMP/solowg-$1.log" 2>&1 &
 	DPID[$1]=$!
 	NT_BG_PIDS+=("$!")
@@ -95,13 +97,6 @@ daemon_start() {
 for r in a b; do
 	nt_check "$r.ubusd.start" ubusd_start $r || nt_die "ubusd did not start"
 	nt_check "$r.object-registered" daemon_start $r || nt_die "no ubus object"
-done
-
-# Stand-in for netifd's `ifup`: records the request; the test then does what netifd would.
-# shellcheck disable=SC2016 # $1 belongs to the generated script
-for r in a b; do
-	printf '#!/bin/sh\necho "$1" >>"%s"\n' "$NT_TMP/ifup-$r.log" >"$NT_TMP/bin/ifup-$r"
-	chmod +x "$NT_TMP/bin/ifup-$r"
 done
 
 # A recording network.interface object on A's broker: the daemon's own notify_proto calls.
@@ -379,23 +374,106 @@ nt_check ubus.tunnel-survived-broker-restart nt_ping_ok "$NT_NS_A" "$NT_IN4_B" |
 timeout 600 "$UBUS" -s "$(sock a)" listen 'solowg.*' >>"$NT_TMP/events.log" 2>&1 &
 NT_BG_PIDS+=("$!")
 
-# A crash (SIGKILL): the TUN goes with the process. Restarted as procd would, the daemon
-# finds its state file and asks netifd (the stand-in) to set the interface up again; doing
-# what netifd then does (the handler's setup) brings the tunnel back.
-# (DPID is the `timeout` guard; the daemon is its child.)
-kill -KILL "$(pgrep -P "${DPID[a]}" solowg)"
+# --- Lifecycle under the netifd stand-in (netifd-standin.sh's netifd_standin: netifd's
+# reactions as the real one showed them): it takes A's interface over (its setup calls `up`
+# on the running interface), then: restart, crash, renew with a new routed peer, and a
+# start while the daemon is down (as at boot).
+NETIFD_DIR=$NT_TMP/netifd-a
+mkdir -p "$NETIFD_DIR"
+# shellcheck disable=SC2016 # the inner script's $1.. are its own arguments
+standin_start() {
+	rm -f "$NETIFD_DIR"/*
+	ip netns exec "$NT_NS_A" env PATH="$NT_TMP/bin:$JSHN_DIR:$PATH" UBUS_SOCKET="$(sock a)" \
+		NETIFD_DIR="$NETIFD_DIR" NETIFD_STANDIN_MAX_S=240 INCLUDE_ONLY=1 timeout 250 busybox sh -c '
+		. "$1/jshn.sh"; . "$2/netifd-standin.sh"; . "$3/files/solowg.sh"
+		netifd_standin "$4"' sh "$JSHN_DIR" "$here" "$here/../.." "$NT_IF_A" >>"$NT_TMP/standin.log" 2>&1 &
+	STANDIN_PID=$!
+	NT_BG_PIDS+=("$!")
+}
+standin_stop() {
+	touch "$NETIFD_DIR/stop"
+	nt_wait_until 5 nt_pid_gone "$STANDIN_PID"
+}
+count() { cat "$NETIFD_DIR/$1" 2>/dev/null || echo 0; }
+is_up() { [[ $(cat "$NETIFD_DIR/state" 2>/dev/null) == up ]]; }
+# up_after N: the stand-in ran setup more than N times and the interface is up.
+up_after() { (($(count setups) > $1)) && is_up; }
+solowg_pid() { pgrep -P "${DPID[a]}" solowg; }
+standin_start
+nt_check netifd.standin-takes-over-running-interface nt_wait_until 15 up_after 0 || true
+
+# Restart (SIGTERM, then procd starts it again): the TUN goes, the stand-in tears down and
+# sets up again; setup waits for the new daemon's object. One setup, no other action.
+n=$(count setups)
+kill -TERM "$(solowg_pid)"
+nt_wait_until 3 nt_pid_gone "${DPID[a]}" || true
+t0=$SECONDS
+daemon_start a
+nt_check restart.netifd-sets-the-interface-up-again nt_wait_until 10 up_after "$n" || true
+nt_check restart.tunnel-back nt_wait_ping "$NT_NS_A" "$NT_IN4_B" 10 || true
+nt_check "restart.back-within-5s ($((SECONDS - t0)) s)" test $((SECONDS - t0)) -le 5 || true
+nt_check restart.exactly-one-new-setup test "$(count setups)" -eq $((n + 1)) || true
+
+# A crash (SIGKILL): the same through netifd (no `ifup` from the daemon any more, which made
+# netifd reload its whole configuration). procd waits 5 s before the respawn; 2 s here.
+n=$(count setups)
+kill -KILL "$(solowg_pid)"
 crash_gone() { ! nt_link_exists "$NT_NS_A" "$NT_IF_A"; }
 nt_check crash.tun-gone-with-the-process nt_wait_until 5 crash_gone || true
+sleep 2
 nt_check crash.daemon-restarted daemon_start a || true
-asked_ifup() { grep -qx "$NT_IF_A" "$NT_TMP/ifup-a.log" 2>/dev/null; }
-nt_check crash.restarted-daemon-asks-netifd-for-ifup nt_wait_until 10 asked_ifup || true
-ann=$(handler a setup "$NT_IF_A")
-apply_announcement a "$ann"
-nt_check crash.tunnel-back-after-ifup nt_wait_ping "$NT_NS_A" "$NT_IN4_B" 20 || true
+nt_check crash.netifd-sets-the-interface-up-again nt_wait_until 10 up_after "$n" || true
+nt_check crash.tunnel-back nt_wait_ping "$NT_NS_A" "$NT_IN4_B" 20 || true
+
+# Renew with a new routed peer: its route and its endpoint's host dependency are announced
+# (they were not until the next ifup); B's session stays. Then the peer goes, and its route.
+hs_a=$(peer_of a "$(nt_pub b)" latest_handshake)
+uci_ a set "network.peerr=solowg_$NT_IF_A"
+uci_ a set "network.peerr.public_key=$(nt_pub c)"
+uci_ a add_list "network.peerr.allowed_ips=10.202.5.0/24"
+uci_ a set "network.peerr.endpoint_host=10.201.0.99"
+uci_ a set "network.peerr.endpoint_port=51999"
+uci_ a set "network.peerr.route_allowed_ips=1"
+uci_ a commit network
+touch "$NETIFD_DIR/renew"
+routed() { ip -n "$NT_NS_A" route show 10.202.5.0/24 | grep -q "dev $NT_IF_A"; }
+renew_ok() {
+	routed && grep -q "^proto_add_host_dependency $NT_IF_A 10.201.0.99" "$NETIFD_DIR/renew.log" &&
+		status a | jq -e '.interfaces[0].peers | length == 2' >/dev/null
+}
+nt_check renew.new-peer-route-and-host-dependency-announced nt_wait_until 10 renew_ok || true
+kept() {
+	nt_ping_ok "$NT_NS_A" "$NT_IN4_B" && [[ $(peer_of a "$(nt_pub b)" latest_handshake) == "$hs_a" ]]
+}
+nt_check renew.session-kept-interface-not-bounced kept || true
+uci_ a delete network.peerr
+uci_ a commit network
+touch "$NETIFD_DIR/renew"
+unrouted() { ! routed && status a | jq -e '.interfaces[0].peers | length == 1' >/dev/null; }
+nt_check renew.removed-peer-route-withdrawn nt_wait_until 10 unrouted || true
+
+# Daemon down while netifd starts (boot race, or the daemon gone): setup waits for the
+# object, then pauses before failing, since netifd retries at once (the real one ran setup
+# 1,421 times in 30 s with the old handler). Counted over 20 s: 2 expected (10 s wait +
+# 5 s pause each). Then the daemon starts and the waiting setup brings the interface up.
+standin_stop
+kill -TERM "$(solowg_pid)"
+nt_wait_until 3 nt_pid_gone "${DPID[a]}" || true
+standin_start
+sleep 20
+n=$(count setups)
+nt_check "boot.daemon-down-setup-retried-with-delay ($n setups in 20 s)" test "$n" -ge 1 -a "$n" -le 3 || true
+unavailable() { grep -q "^proto_notify_error $NT_IF_A DAEMON_UNAVAILABLE" "$NETIFD_DIR/actions.log"; }
+nt_check boot.daemon-unavailable-reported unavailable || true
+t0=$SECONDS
+daemon_start a
+nt_check boot.up-once-the-daemon-is-there nt_wait_until 12 is_up || true
+nt_check "boot.tunnel-up ($((SECONDS - t0)) s after the start)" nt_wait_ping "$NT_NS_A" "$NT_IN4_B" 10 || true
+standin_stop
 
 no_secrets() {
 	local f
-	for f in "$NT_TMP"/status.json "$NT_TMP"/announce-*.log "$NT_TMP"/solowg-*.log \
+	for f in "$NT_TMP"/status.json "$NT_TMP"/announce-*.log "$NT_TMP"/solowg-*.log "$NETIFD_DIR"/actions.log \
 		"$NT_TMP"/events.log "$NT_TMP"/show.txt "$NT_TMP"/reload-bad.json "$NT_TMP"/notify.log; do
 		for k in a b gen; do
 			[[ -s $NT_TMP/$k.key ]] || continue
