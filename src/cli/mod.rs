@@ -19,8 +19,7 @@ const NOTIFY_ENV: &str = "SOLOWG_NOTIFY_PARENT";
 
 const USAGE: &str = "\
 Usage: solowg [-f|--foreground] <interface-name>
-       solowg --uci [--config-dir DIR] [--uci-bin PATH] [--ubus-bin PATH] [--ifup-bin PATH]
-                    [--state-file PATH]
+       solowg --uci [--config-dir DIR] [--uci-bin PATH] [--ubus-bin PATH] [--state-file PATH]
        solowg show [<interface-name>]
        solowg --version | --help
 
@@ -139,7 +138,6 @@ fn run_managed(args: &[String]) -> i32 {
         ubus_socket: crate::openwrt::ubus::socket_path(),
         ubus_cli: "ubus".into(),
         state_file: "/var/run/solowg/interfaces".into(),
-        ifup: "ifup".into(),
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -154,10 +152,6 @@ fn run_managed(args: &[String]) -> i32 {
             }
             ("--ubus-bin", Some(v)) => {
                 opts.ubus_cli = v.clone();
-                it.next();
-            }
-            ("--ifup-bin", Some(v)) => {
-                opts.ifup = v.clone();
                 it.next();
             }
             ("--state-file", Some(v)) => {

@@ -10,7 +10,7 @@
 //! the configuration for them), `diff` (what a new configuration changes on a running
 //! interface; pure, no I/O), `managed` (the event loop's control hook and the periodic checks),
 //! `endpoints` (host name endpoints), `keys` (saving a generated key with `uci`, off the loop)
-//! and `state` (the state file and crash recovery).
+//! and `state` (the state file of the interfaces up).
 
 mod diff;
 mod endpoints;

@@ -118,12 +118,9 @@ fi
 ip netns exec "$NT_NS_A" timeout 600 "$UBUSD" --socket="$SOCK" >>"$NT_TMP/ubusd.log" 2>&1 &
 NT_BG_PIDS+=("$!")
 nt_wait_until 5 test -S "$SOCK" || nt_die "ubusd did not start"
-# shellcheck disable=SC2016 # $1 belongs to the generated script
-printf '#!/bin/sh\necho "$1" >>"%s"\n' "$NT_TMP/ifup.log" >"$NT_TMP/bin/ifup"
-chmod +x "$NT_TMP/bin/ifup"
 UBUS_SOCKET=$SOCK LOG_LEVEL=verbose ip netns exec "$NT_NS_A" "${CAPS[@]}" timeout -k 5 "$NT_DAEMON_MAX_S" \
 	"$SOLOWG" --uci --config-dir "$CFG" --uci-bin "$UCI" --ubus-bin "$NT_TMP/bin/ubus" \
-	--state-file "$NT_TMP/a/state" --ifup-bin "$NT_TMP/bin/ifup" >>"$NT_TMP/solowg-a.log" 2>&1 &
+	--state-file "$NT_TMP/a/state" >>"$NT_TMP/solowg-a.log" 2>&1 &
 DPID=$!
 NT_BG_PIDS+=("$DPID")
 object_there() { ip netns exec "$NT_NS_A" timeout 5 "$UBUS" -s "$SOCK" -t 3 list solowg 2>/dev/null | grep -q solowg; }

@@ -41,11 +41,8 @@ pub struct Options {
     pub ubus_socket: PathBuf,
     /// The ubus CLI, used to tell netifd about endpoint addresses learnt from DNS.
     pub ubus_cli: String,
-    /// Names of the interfaces that are up, kept on tmpfs: a daemon that finds it at start
-    /// was restarted (crash, procd respawn) and asks netifd to set them up again with `ifup`.
+    /// Names of the interfaces that are up, kept on tmpfs (see `state.rs`).
     pub state_file: PathBuf,
-    /// The program that asks netifd to set an interface up.
-    pub ifup: String,
 }
 
 pub struct Managed {
@@ -64,12 +61,10 @@ pub struct Managed {
     /// was reported stale since. Keyed by interface first so the once-a-second check finds
     /// a peer's entry without building a key per peer.
     pub(super) seen: HashMap<String, HashMap<[u8; 32], (u64, bool)>>,
-    /// `ubus call network.interface notify_proto` and `ifup` processes not yet reaped.
+    /// `ubus call network.interface notify_proto` processes not yet reaped.
     pub(super) children: Vec<std::process::Child>,
     /// `uci` runs saving generated keys, not reaped yet.
     pub(super) key_writes: Vec<KeyWrite>,
-    /// Interfaces a previous instance had up, to hand back to netifd once registered.
-    pub(super) restore: Vec<String>,
 }
 
 impl Managed {
@@ -81,7 +76,7 @@ impl Managed {
         let dns_rng = Rng::from_seed(seed);
         rng.fill(&mut seed);
         let ep_rng = Rng::from_seed(seed);
-        let mut m = Managed {
+        Ok(Managed {
             opts,
             ubus,
             running: HashMap::new(),
@@ -95,10 +90,7 @@ impl Managed {
             seen: HashMap::new(),
             children: Vec::new(),
             key_writes: Vec::new(),
-            restore: Vec::new(),
-        };
-        m.load_restore();
-        Ok(m)
+        })
     }
 
     /// Brings a running interface to `icfg`: `prev` is what it was set up from (None: fresh).
@@ -130,7 +122,6 @@ impl Managed {
             match ev {
                 Event::Registered { .. } => {
                     log::info(format_args!("ubus object '{OBJECT}' registered"));
-                    self.restore_interfaces();
                 }
                 Event::Invoke {
                     method,
@@ -210,7 +201,7 @@ impl Managed {
         for n in names {
             self.down(d, &n);
         }
-        // A clean stop is not a crash: nothing to hand back to netifd on the next start.
+        // Nothing is up any more.
         let _ = std::fs::remove_file(&self.opts.state_file);
     }
 }

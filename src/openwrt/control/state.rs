@@ -1,23 +1,17 @@
-//! The state file (the interfaces that are up, on tmpfs) and what a restarted daemon does
-//! with it: asks netifd to set those interfaces up again.
+//! The state file: the names of the interfaces that are up, one a line, on tmpfs
+//! (/var/run/solowg/interfaces), for scripts and for a look after a crash.
+//!
+//! Nothing is restored from it. The TUNs go with the process (stop, restart, crash), and the
+//! handler sets `teardown_on_l3_link_down`: netifd sees each device go, tears its interface
+//! down and sets it up again at once; the handler's setup waits for the daemon's ubus object
+//! and calls `up`. Running `ifup` from here, as was done, made netifd reload its whole
+//! configuration (applying any committed but unapplied change to other interfaces) and
+//! bounced an interface netifd was already setting up again.
 
 use super::managed::Managed;
 use crate::log;
-use crate::openwrt::config;
 
 impl Managed {
-    /// Reads what a previous instance left (see `Options::state_file`).
-    pub(super) fn load_restore(&mut self) {
-        if let Ok(t) = std::fs::read_to_string(&self.opts.state_file) {
-            self.restore = t
-                .lines()
-                .map(str::trim)
-                .filter(|l| !l.is_empty() && l.len() <= config::MAX_IFNAME_LEN)
-                .map(str::to_string)
-                .collect();
-        }
-    }
-
     pub(super) fn save_state(&self) {
         let mut names: Vec<&str> = self.running.keys().map(String::as_str).collect();
         names.sort_unstable();
@@ -30,24 +24,6 @@ impl Managed {
                 "cannot write {}: {e}",
                 self.opts.state_file.display()
             ));
-        }
-    }
-
-    /// After a restart: netifd still believes these interfaces are up, but their TUNs went
-    /// with the old process. `ifup` makes it run the handler again, which calls `up`.
-    pub(super) fn restore_interfaces(&mut self) {
-        for name in std::mem::take(&mut self.restore) {
-            log::info(format_args!(
-                "{name}: was up before this daemon started; asking netifd to set it up"
-            ));
-            match std::process::Command::new(&self.opts.ifup)
-                .arg(&name)
-                .stdin(std::process::Stdio::null())
-                .spawn()
-            {
-                Ok(c) => self.children.push(c),
-                Err(e) => log::error(format_args!("{name}: cannot run '{}': {e}", self.opts.ifup)),
-            }
         }
     }
 }
