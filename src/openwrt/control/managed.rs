@@ -71,11 +71,12 @@ impl Managed {
     pub fn new(opts: Options) -> io::Result<Managed> {
         let ubus = UbusClient::new(opts.ubus_socket.clone(), object_spec());
         let mut rng = Rng::from_os()?;
-        let mut seed = [0u8; 32];
-        rng.fill(&mut seed);
-        let dns_rng = Rng::from_seed(seed);
-        rng.fill(&mut seed);
-        let ep_rng = Rng::from_seed(seed);
+        // The other generators' seeds come from this one and are wiped after use.
+        let mut seed = zeroize::Zeroizing::new([0u8; 32]);
+        rng.fill(&mut seed[..]);
+        let dns_rng = Rng::from_seed(*seed);
+        rng.fill(&mut seed[..]);
+        let ep_rng = Rng::from_seed(*seed);
         Ok(Managed {
             opts,
             ubus,
