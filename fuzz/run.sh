@@ -5,7 +5,11 @@
 # artifact path (under fuzz/artifacts/<target>/, git-ignored). Exits 1 if any target
 # crashed, timed out or ran out of memory, 2 if the build failed.
 #   fuzz/run.sh [SECONDS]        FUZZ_TARGETS="uapi uci" fuzz/run.sh 30   (a subset)
-# Needs the nightly toolchain and cargo-fuzz (cargo install cargo-fuzz --locked).
+# Needs cargo-fuzz (cargo install cargo-fuzz --locked), a C++ compiler (libFuzzer), and the
+# nightly toolchain or any other compiler with RUSTC_BOOTSTRAP (set here). Targets are built
+# with AddressSanitizer when the toolchain has its runtime (rustup's nightly does), else with
+# no sanitizer (Debian's rustc ships none): libFuzzer still catches panics, aborts, timeouts
+# and memory blow-ups. FUZZ_SANITIZER=address|none|... forces a choice.
 set -uo pipefail
 
 secs=${1:-60}
@@ -26,10 +30,31 @@ echo "=== building fuzz targets"
 # installed compiler with RUSTC_BOOTSTRAP=1 (Debian's rustc-web on a fresh machine).
 if rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
 	fuzz=(cargo +nightly fuzz)
+	rustc=(rustc +nightly)
 else
 	fuzz=(env RUSTC_BOOTSTRAP=1 cargo fuzz)
+	rustc=(env RUSTC_BOOTSTRAP=1 "${RUSTC:-rustc}")
 fi
-if ! "${fuzz[@]}" build; then
+# The probe: link and run an empty program with ASan, as cargo fuzz would build the targets.
+sanitizer=${FUZZ_SANITIZER:-}
+why="FUZZ_SANITIZER"
+if [[ -z $sanitizer ]]; then
+	printf 'fn main() {}\n' >"$work/probe.rs"
+	if "${rustc[@]}" -Zsanitizer=address -o "$work/probe" "$work/probe.rs" >"$work/probe.log" 2>&1 &&
+		"$work/probe" >>"$work/probe.log" 2>&1; then
+		sanitizer=address why="the toolchain links and runs an ASan probe"
+	else
+		sanitizer=none
+		# The linker names the missing runtime (librustc-*_rt.asan.a); else the first error.
+		reason=$(grep -m 1 -i 'asan' "$work/probe.log" || grep -m 1 'error' "$work/probe.log" ||
+			head -n 1 "$work/probe.log")
+		reason=$(sed -E 's/^[[:space:]=]*(note:)?[[:space:]]*//' <<<"$reason")
+		why="no AddressSanitizer runtime in this toolchain: $reason"
+	fi
+fi
+echo "sanitizer: $sanitizer ($why)"
+fuzz_opts=(-s "$sanitizer")
+if ! "${fuzz[@]}" build "${fuzz_opts[@]}"; then
 	echo "fuzz build failed" >&2
 	exit 2
 fi
@@ -45,7 +70,7 @@ for t in "${targets[@]}"; do
 	start=$(date +%s.%N)
 	# max_total_time bounds the fuzzing; timeout bounds everything else (a hang in one
 	# input is caught by -timeout, well below).
-	timeout -k 10 $((secs + 120)) "${fuzz[@]}" run "$t" "$corpus" -- \
+	timeout -k 10 $((secs + 120)) "${fuzz[@]}" run "${fuzz_opts[@]}" "$t" "$corpus" -- \
 		-max_total_time="$secs" -rss_limit_mb=1024 -timeout=30 -print_final_stats=1 \
 		>"$log" 2>&1
 	rc=$?
@@ -69,6 +94,6 @@ for t in "${targets[@]}"; do
 	summary+=("$line")
 done
 
-echo "=== fuzz summary (${secs}s per target)"
+echo "=== fuzz summary (${secs}s per target, sanitizer: $sanitizer)"
 printf '%s\n' "${summary[@]}"
 exit "$failed"
