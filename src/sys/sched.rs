@@ -9,10 +9,11 @@ use std::io;
 /// load (bench/README.md). A policy chosen by the operator (chrt, procd) is left alone.
 #[allow(unsafe_code)]
 pub fn batch_scheduling() {
-    // SAFETY: plain syscalls on this process with a valid, initialised sched_param.
+    // SAFETY: plain syscalls on this process with a valid, initialised sched_param (all zero: priority 0).
     unsafe {
         if libc::sched_getscheduler(0) == libc::SCHED_OTHER {
-            let p = libc::sched_param { sched_priority: 0 };
+            // Zeroed, not a struct literal: musl's sched_param has more (reserved) fields.
+            let p: libc::sched_param = std::mem::zeroed();
             if libc::sched_setscheduler(0, libc::SCHED_BATCH, &p) != 0 {
                 log::verbose(format_args!(
                     "SCHED_BATCH refused: {}",
