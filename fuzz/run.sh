@@ -46,8 +46,8 @@ if [[ -z $sanitizer ]]; then
 	else
 		sanitizer=none
 		# The linker names the missing runtime (librustc-*_rt.asan.a); else the first error.
-		reason=$(grep -m 1 -i 'asan' "$work/probe.log" || grep -m 1 'error' "$work/probe.log" ||
-			head -n 1 "$work/probe.log")
+		reason=$(grep -m 1 -iE '(cannot|could not) find.*asan' "$work/probe.log" ||
+			grep -m 1 'error' "$work/probe.log" || head -n 1 "$work/probe.log")
 		reason=$(sed -E 's/^[[:space:]=]*(note:)?[[:space:]]*//' <<<"$reason")
 		why="no AddressSanitizer runtime in this toolchain: $reason"
 	fi
