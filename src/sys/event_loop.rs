@@ -13,6 +13,7 @@ use crate::sys::netlink::{LinkEvent, LinkMonitor};
 use crate::sys::offload;
 use crate::sys::poller::{Interest, Poller, Registry};
 use crate::sys::signals::SignalFd;
+use crate::sys::stats::{self, Stats};
 use crate::sys::tun::Tun;
 use crate::sys::udp::{self, UdpPair};
 use std::io::{self, Read, Write};
@@ -55,6 +56,7 @@ pub struct Io {
     gso_max_seg: usize,
     /// What epoll reported for this interface in the current turn.
     ready: Ready,
+    stats: Stats,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -157,6 +159,7 @@ impl Io {
             clients: Vec::new(),
             next_client_token: CLIENT_TOKEN,
             ready: Ready::default(),
+            stats: Stats::default(),
         })
     }
 
@@ -197,6 +200,8 @@ impl Io {
             (SocketAddr::V6(_), Some(s)) => s,
             (SocketAddr::V6(_), None) => return,
         };
+        stats::add(&self.stats.udp_send_calls, 1);
+        stats::add(&self.stats.udp_tx_datagrams, 1);
         if let Err(e) = sock.send_to(data, to) {
             // A full socket buffer or an unreachable network drops the packet, like a link would.
             if e.kind() != io::ErrorKind::WouldBlock {
@@ -214,6 +219,8 @@ impl Io {
             return;
         };
         buf[from..start].fill(0);
+        stats::add(&self.stats.tun_writes, 1);
+        stats::add(&self.stats.tun_tx_packets, 1);
         if let Err(e) = self.tun.file().write(&buf[from..start + len]) {
             if e.kind() != io::ErrorKind::WouldBlock {
                 log::verbose(format_args!("TUN write failed: {e}"));
@@ -301,6 +308,8 @@ pub struct Daemon {
     data_seen: Option<Instant>,
     /// When the wall clock was last read for the devices (see `WALL_CLOCK_EVERY`).
     wall_read: Option<Instant>,
+    /// Readiness waits (`epoll_wait` calls), for the counters.
+    waits: u64,
 }
 
 /// The daemon's shared packet buffers, lent to one interface's turn.
@@ -332,6 +341,7 @@ impl Daemon {
             small: batch::SmallBatch::default(),
             data_seen: None,
             wall_read: None,
+            waits: 0,
         })
     }
 
@@ -417,6 +427,14 @@ impl Daemon {
         }
     }
 
+    /// Logs the counters (on SIGUSR1): one line for the loop, one per interface.
+    fn log_stats(&self) {
+        log::info(format_args!("stats: waits={}", self.waits));
+        for s in self.slots() {
+            log::info(format_args!("stats {}: {}", s.io.ifname, s.io.stats));
+        }
+    }
+
     /// Runs until a signal. Without a control (the wireguard-go style single interface)
     /// it also ends when an interface disappears; with one, the control is told instead.
     pub fn run(&mut self, mut control: Option<&mut dyn Control>) -> Exit {
@@ -469,8 +487,13 @@ impl Daemon {
                 log::error(format_args!("epoll_wait failed: {e}"));
                 return Exit::InterfaceGone(e);
             }
-            if signal && self.signals.take() {
-                return Exit::Signal;
+            self.waits += 1;
+            if signal {
+                match self.signals.take() {
+                    Some(libc::SIGUSR1) => self.log_stats(),
+                    Some(_) => return Exit::Signal,
+                    None => {}
+                }
             }
             let now = Instant::now();
             if self

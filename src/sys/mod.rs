@@ -14,5 +14,6 @@ pub mod offload;
 pub mod poller;
 pub mod sched;
 pub mod signals;
+pub mod stats;
 pub mod tun;
 pub mod udp;

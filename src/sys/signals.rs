@@ -1,4 +1,4 @@
-//! SIGTERM/SIGINT as a readable fd (signalfd), so the event loop learns of them through the
+//! SIGTERM/SIGINT (stop) and SIGUSR1 (log the counters) as a readable fd (signalfd), so the event loop learns of them through the
 //! same readiness wait as everything else and pays no syscall per iteration for them.
 #![allow(unsafe_code)] // sigprocmask(2) and signalfd(2)
 
@@ -10,7 +10,7 @@ pub struct SignalFd {
     file: File,
 }
 
-/// Blocks SIGTERM and SIGINT for this thread and every thread started after it (call this
+/// Blocks SIGTERM, SIGINT and SIGUSR1 for this thread and every thread started after it (call this
 /// before anything spawns a thread), and returns an fd that becomes readable when one is
 /// pending.
 pub fn block_and_open() -> io::Result<SignalFd> {
@@ -21,6 +21,7 @@ pub fn block_and_open() -> io::Result<SignalFd> {
         libc::sigemptyset(&mut set);
         libc::sigaddset(&mut set, libc::SIGTERM);
         libc::sigaddset(&mut set, libc::SIGINT);
+        libc::sigaddset(&mut set, libc::SIGUSR1);
         if libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) != 0 {
             return Err(io::Error::last_os_error());
         }
@@ -35,10 +36,16 @@ pub fn block_and_open() -> io::Result<SignalFd> {
 }
 
 impl SignalFd {
-    /// True if a signal was pending (and consumes it).
-    pub fn take(&self) -> bool {
+    /// The pending signal's number, if one was pending (and consumes it).
+    pub fn take(&self) -> Option<i32> {
         let mut info = [0u8; 128]; // sizeof(struct signalfd_siginfo)
-        matches!((&self.file).read(&mut info), Ok(n) if n > 0)
+        match (&self.file).read(&mut info) {
+            // ssi_signo, the struct's first field (u32, native byte order).
+            Ok(n) if n >= 4 => {
+                Some(u32::from_ne_bytes([info[0], info[1], info[2], info[3]]) as i32)
+            }
+            _ => None,
+        }
     }
 }
 

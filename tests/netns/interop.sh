@@ -221,6 +221,23 @@ else
 	nt_fail v4.roam.traffic-resumes "no tunnel"
 fi
 
+# solowg's data-path counters, logged on SIGUSR1 (bench/router reads them): after the
+# traffic above they must show datagrams in both directions and the calls that moved them.
+counters_logged() {
+	local log=$NT_TMP/daemon-$NT_IF_A-$A.log line
+	kill -USR1 "$(nt_daemon_os_pid "$NT_IF_A")" || return 1
+	nt_wait_until 3 grep -q "stats $NT_IF_A: " "$log" || return 1
+	line=$(grep "stats $NT_IF_A: " "$log" | tail -n 1)
+	nt_info "A's counters: $line"
+	awk '{ for (i = 1; i <= NF; i++) if (split($i, kv, "=") == 2) v[kv[1]] = kv[2] }
+		END { exit !(v["udp_rx_datagrams"] > 1000 && v["udp_recv_calls"] > 0 && v["udp_tx_datagrams"] > 1000 &&
+			v["udp_send_calls"] > 0 && v["tun_rx_packets"] > 0 && v["tun_tx_packets"] > 0) }' <<<"$line" &&
+		kill -0 "$(nt_daemon_os_pid "$NT_IF_A")"
+}
+if [[ $A == solowg && $tunnel_ok -eq 1 ]]; then
+	nt_check v4.sigusr1-logs-counters-and-keeps-running counters_logged || true
+fi
+
 nt_check "v4.sigterm-exit.A-$A" nt_stop_daemon "$NT_IF_A" || true
 nt_check "v4.sigterm-exit.B-$B" nt_stop_daemon "$NT_IF_B" || true
 

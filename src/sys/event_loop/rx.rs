@@ -50,7 +50,12 @@ fn write_tun_parts(tun: &Tun, parts: &[&[u8]]) -> io::Result<usize> {
 impl Io {
     /// Writes a coalesced group (with TUN offload), or nothing if it is empty.
     pub(super) fn flush_group(&self, co: &mut offload::TcpCoalescer, buf: &mut [u8]) {
-        if let Some(Err(e)) = co.flush(buf, |parts| write_tun_parts(&self.tun, parts)) {
+        let written = co.flush(buf, |parts| {
+            stats::add(&self.stats.tun_writes, 1);
+            stats::add(&self.stats.tun_tx_packets, parts.len() as u64);
+            write_tun_parts(&self.tun, parts)
+        });
+        if let Some(Err(e)) = written {
             if e.kind() != io::ErrorKind::WouldBlock {
                 log::verbose(format_args!("TUN write failed: {e}"));
             }
@@ -78,6 +83,7 @@ impl Io {
             &self.udp4
         };
         for _ in 0..BATCH {
+            stats::add(&self.stats.udp_recv_calls, 1);
             let (n, from, seg) = match batch::recv_gro(sock, buf) {
                 Ok(r) => r,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
@@ -86,6 +92,7 @@ impl Io {
                     return false;
                 }
             };
+            stats::add(&self.stats.udp_rx_datagrams, n.div_ceil(seg.max(1)) as u64);
             let from = endpoint::canonical(from);
             // Per receive, not per batch: a batch of handshakes can take tens of milliseconds,
             // and the rate limiter and handshake spacing must see the real time (vDSO, ~20 ns).

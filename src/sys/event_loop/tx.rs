@@ -94,6 +94,7 @@ impl Io {
         let mut more = true;
         for i in 0..BATCH {
             let slot = &mut tx.arena[i * slot_len..(i + 1) * slot_len];
+            stats::add(&self.stats.tun_reads, 1);
             let n = match self
                 .tun
                 .file()
@@ -107,6 +108,7 @@ impl Io {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e),
             };
+            stats::add(&self.stats.tun_rx_packets, 1);
             if let Verdict::SendUdp { to, len } = dev.encapsulate(now, slot, n) {
                 tx.out.push((endpoint::canonical(to), i, len));
             }
@@ -146,6 +148,7 @@ impl Io {
                 &mut tx.arena[base + HEADROOM - vh..base + HEADROOM + cap],
                 &mut tx.spill[cap..],
             );
+            stats::add(&self.stats.tun_reads, 1);
             let n = match read_tun_split(&self.tun, head, spill) {
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
@@ -155,6 +158,7 @@ impl Io {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e),
             };
+            stats::add(&self.stats.tun_rx_packets, 1);
             let Some(hdr) = offload::VnetHdr::parse(&tx.arena[base + HEADROOM - vh..]) else {
                 continue;
             };
@@ -253,6 +257,8 @@ impl Io {
                 for (d, &(_, i, len)) in segs.iter_mut().zip(&tx.out[j..k]) {
                     *d = slot(i, len);
                 }
+                stats::add(&self.stats.udp_send_calls, 1);
+                stats::add(&self.stats.udp_tx_datagrams, (k - j) as u64);
                 let sent = self
                     .socket_for(to)
                     .map(|s| batch::send_segments(s, to, &segs[..k - j], seg));
