@@ -2,9 +2,11 @@
 //! TCP segmentation of the super-packets the kernel hands us with TSO enabled, and the
 //! Internet checksum to complete what the kernel left partial.
 //!
-//! Everything here is pure (bytes in, bytes out) and allocates nothing. The kernel writes the
-//! header's 16-bit fields in native byte order for a TUN device without TUNSETVNETLE/BE
-//! (legacy virtio), so they are read and written natively.
+//! Everything here is pure (bytes in, bytes out) and allocates nothing. The header's 16-bit
+//! fields are little-endian: `Tun` asks for that with TUNSETVNETLE (as virtio 1.0 does), so
+//! they mean the same on a big-endian router and wherever the kernel's byte order is not
+//! ours (a big-endian binary under qemu-user on a little-endian host). Without it the kernel
+//! would use its own order (legacy virtio).
 
 /// Size of `struct virtio_net_hdr` (the TUN default; we never change it).
 pub const VNET_HDR_LEN: usize = 10;
@@ -34,7 +36,7 @@ pub struct VnetHdr {
 impl VnetHdr {
     pub fn parse(b: &[u8]) -> Option<VnetHdr> {
         let b = b.get(..VNET_HDR_LEN)?;
-        let u = |i: usize| u16::from_ne_bytes([b[i], b[i + 1]]);
+        let u = |i: usize| u16::from_le_bytes([b[i], b[i + 1]]);
         Some(VnetHdr {
             flags: b[0],
             gso_type: b[1],
@@ -48,10 +50,10 @@ impl VnetHdr {
     pub fn write(&self, b: &mut [u8]) {
         b[0] = self.flags;
         b[1] = self.gso_type;
-        b[2..4].copy_from_slice(&self.hdr_len.to_ne_bytes());
-        b[4..6].copy_from_slice(&self.gso_size.to_ne_bytes());
-        b[6..8].copy_from_slice(&self.csum_start.to_ne_bytes());
-        b[8..10].copy_from_slice(&self.csum_offset.to_ne_bytes());
+        b[2..4].copy_from_slice(&self.hdr_len.to_le_bytes());
+        b[4..6].copy_from_slice(&self.gso_size.to_le_bytes());
+        b[6..8].copy_from_slice(&self.csum_start.to_le_bytes());
+        b[8..10].copy_from_slice(&self.csum_offset.to_le_bytes());
     }
 
     pub fn is_gso(&self) -> bool {
@@ -492,6 +494,26 @@ mod tests {
         assert_eq!(VnetHdr::parse(&b), Some(h));
         assert!(h.is_gso());
         assert_eq!(VnetHdr::parse(&b[..9]), None);
+    }
+
+    /// The layout TUNSETVNETLE asks the kernel for, whatever the byte order of the CPU
+    /// (the MIPS unit tests run this big-endian).
+    #[test]
+    fn header_fields_are_little_endian() {
+        // flags, gso_type, then hdr_len 0x36, gso_size 1348, csum_start 0x22, csum_offset 0x10.
+        let b = [1u8, 1, 0x36, 0, 0x44, 0x05, 0x22, 0, 0x10, 0];
+        let h = VnetHdr {
+            flags: F_NEEDS_CSUM,
+            gso_type: GSO_TCPV4,
+            hdr_len: 0x36,
+            gso_size: 1348,
+            csum_start: 0x22,
+            csum_offset: 0x10,
+        };
+        assert_eq!(VnetHdr::parse(&b), Some(h));
+        let mut out = [0u8; VNET_HDR_LEN];
+        h.write(&mut out);
+        assert_eq!(out, b);
     }
 
     /// A super-packet as the kernel hands it over: IP + TCP (with 12 bytes of options),
