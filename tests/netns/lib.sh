@@ -155,6 +155,13 @@ nt_impl_available() {
 	[[ -x $bin ]]
 }
 
+# SOLOWG_EMULATOR: words put before the solowg binary where nt_start_daemon starts it, e.g.
+# "qemu-mips -cpu 24Kc" for the big-endian OpenWrt build (tests/mips-user/run.sh); empty:
+# it runs natively. qemu-user (and strace) pass signals and the exit status through, so the
+# checks need no change. Scripts that start solowg themselves (wg-quick.sh, openwrt.sh,
+# faults.sh, demo.sh) ignore it.
+read -r -a NT_SOLOWG_EMULATOR <<<"${SOLOWG_EMULATOR:-}"
+
 nt_require_impl() {
 	local impl
 	for impl in "$@"; do
@@ -162,6 +169,10 @@ nt_require_impl() {
 		solowg | wireguard-go | boringtun) ;;
 		*) nt_die "unknown implementation '$impl' (solowg | wireguard-go | boringtun)" ;;
 		esac
+		if [[ $impl == solowg && ${#NT_SOLOWG_EMULATOR[@]} -gt 0 ]]; then
+			command -v "${NT_SOLOWG_EMULATOR[0]}" >/dev/null ||
+				nt_die "emulator ${NT_SOLOWG_EMULATOR[0]} not found (SOLOWG_EMULATOR)"
+		fi
 		nt_impl_available "$impl" ||
 			nt_die "$impl not found at '$(nt_impl_bin "$impl")' (build with .ci/build or run .ci/install)"
 	done
@@ -290,7 +301,8 @@ nt_start_daemon() {
 	bin=$(nt_impl_bin "$impl") || return 1
 	log="$NT_TMP/daemon-$ifname-$impl.log"
 	case $impl in
-	solowg | wireguard-go) cmd=("${NT_WRAP[@]}" "$bin" -f "$ifname") ;;
+	solowg) cmd=("${NT_WRAP[@]}" "${NT_SOLOWG_EMULATOR[@]}" "$bin" -f "$ifname") ;;
+	wireguard-go) cmd=("${NT_WRAP[@]}" "$bin" -f "$ifname") ;;
 	# --disable-drop-privileges: as root it would otherwise switch user.
 	# --disable-connected-udp: its per-peer connected socket pins the local
 	# source address, so after A's outer address moves it keeps sending from
