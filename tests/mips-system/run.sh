@@ -6,7 +6,11 @@
 #   part a: Linux's own WireGuard module in the guest against solowg (x86_64) and
 #           wireguard-go on the host
 #   part b: the static mipsel solowg (openwrt/build mipsel_24kc) in the guest against the
-#           same two host peers
+#           same two host peers; then its OpenWrt mode, `solowg --uci`, with a mipsel ubus
+#           broker and CLI (openwrt/build mipsel_24kc --crate ubusd|ubus-client 0.5.0): a
+#           /etc/config/network-style file, `ubus call solowg up|status|reload`, a handshake
+#           with the host's solowg, a second peer (host wireguard-go) added by a reload
+#           while the first keeps its session, that peer removed again, and SIGTERM
 #   part c: Debian's wireguard-go in the guest against solowg on the host: the other
 #           userspace implementation on the same emulated CPU, for comparison
 # Each pair runs twice, once per initiator (only the initiator knows the other's endpoint;
@@ -19,6 +23,8 @@
 # Environment:
 #   SOLOWG_MIPS_DIR      image cache (default /var/tmp/solowg-mips-system; see image.sh)
 #   SOLOWG_MIPSEL_BIN    the guest's solowg (default target/openwrt/mipsel_24kc/solowg)
+#   SOLOWG_MIPSEL_UBUSD, SOLOWG_MIPSEL_UBUS  the guest's ubus broker and CLI (default
+#                        target/openwrt/mipsel_24kc/ubusd and .../ubus-client)
 #   SOLOWG_BIN           the host's solowg (default target/release/solowg)
 #   SOLOWG_MIPS_TIMEOUT  seconds the guest may run before qemu is killed (default 900)
 #   IPERF_SECS           length of each iperf3 run (default 5)
@@ -62,6 +68,10 @@ done
 
 IMAGE_DIR=${SOLOWG_MIPS_DIR:-/var/tmp/solowg-mips-system}
 GUEST_BIN=${SOLOWG_MIPSEL_BIN:-$NT_REPO_ROOT/target/openwrt/mipsel_24kc/solowg}
+GUEST_UBUSD=${SOLOWG_MIPSEL_UBUSD:-$NT_REPO_ROOT/target/openwrt/mipsel_24kc/ubusd}
+GUEST_UBUS=${SOLOWG_MIPSEL_UBUS:-$NT_REPO_ROOT/target/openwrt/mipsel_24kc/ubus-client}
+# The ubus crates' version, as .ci/install pins it for the host.
+UBUS_CRATES_VERSION=0.5.0
 IPERF_SECS=${IPERF_SECS:-5}
 # Outer link (tap) and tunnel addresses, private to the namespace made here.
 HOST4=10.203.0.1
@@ -95,9 +105,46 @@ image_ms=$(($(nt_now_ms) - t))
 . "$IMAGE_DIR/image.env"
 nt_info "image ready in $image_ms ms: kernel $KERNEL_RELEASE (root file system built $ROOTFS_BUILT in $ROOTFS_BUILD_S s)"
 
+# A static little-endian MIPS32 executable: ELF magic, 32-bit, little-endian (bytes 0-5);
+# e_machine 8 = MIPS (bytes 18-19).
+mipsel_elf() {
+	[[ $(od -An -tx1 -N6 "$1" | tr -d ' \n') == 7f454c460101 &&
+		$(od -An -tx1 -j18 -N2 "$1" | tr -d ' \n') == 0800 ]]
+}
+# The guest's solowg, or part b is skipped.
+SOLOWG_SKIP=
+if [[ " $PARTS " == *" b "* ]]; then
+	if [[ ! -f $GUEST_BIN ]]; then
+		SOLOWG_SKIP="no mipsel solowg at ${GUEST_BIN#"$NT_REPO_ROOT"/} (openwrt/build mipsel_24kc)"
+	elif ! mipsel_elf "$GUEST_BIN"; then
+		SOLOWG_SKIP="${GUEST_BIN#"$NT_REPO_ROOT"/} is not a little-endian MIPS32 executable"
+	fi
+fi
+# OpenWrt mode also needs a mipsel ubus broker and CLI: no Debian package has them, so they
+# are the pure-Rust crates the host's tests use, built by openwrt/build --crate.
+UCI_SKIP=
+if [[ " $PARTS " == *" b "* ]]; then
+	if [[ -n $SOLOWG_SKIP ]]; then
+		UCI_SKIP="solowg --uci needs the mipsel solowg: $SOLOWG_SKIP"
+	else
+		for f in "$GUEST_UBUSD" "$GUEST_UBUS"; do
+			if [[ ! -f $f ]]; then
+				UCI_SKIP="no mipsel ${f##*/} at ${f#"$NT_REPO_ROOT"/} (openwrt/build mipsel_24kc --crate ${f##*/} $UBUS_CRATES_VERSION)"
+			elif ! mipsel_elf "$f"; then
+				UCI_SKIP="${f#"$NT_REPO_ROOT"/} is not a little-endian MIPS32 executable"
+			fi
+			[[ -z $UCI_SKIP ]] || break
+		done
+	fi
+fi
+
 # ---- the tunnels -------------------------------------------------------------------------
 # Index n: guest interface swg<n>, ports 51910+n (guest) and 51900+n (host), inner
 # addresses 10.204.<n>.{1 host,2 guest} and fd00:204:<n>::{1,2}.
+# OpenWrt mode (part b) has one guest interface, swg<UCI_N1>, and two host peers: UCI_N1
+# (solowg-uci: host solowg, in the first configuration) and UCI_N2 (solowg-uci-added: the
+# peer a reload adds; wireguard-go when installed). Both guest-initiated; UCI_N2 shares
+# UCI_N1's guest key and port, and the guest interface has both tunnels' inner addresses.
 declare -a T_PART=() T_GIMPL=() T_HIMPL=() T_INIT=() T_IPERF=() T_GKEY=() T_HPUB=() T_GPORT=() T_HPORT=()
 host_impls=(solowg)
 if nt_impl_available wireguard-go; then
@@ -124,25 +171,19 @@ for part in $PARTS; do
 			T_GPORT[n]=$((51910 + n)) T_HPORT[n]=$((51900 + n))
 		done
 	done
+	if [[ $part == b && -z $UCI_SKIP ]]; then
+		UCI_N1=$((n + 1)) UCI_N2=$((n + 2))
+		T_GIMPL[UCI_N1]=solowg-uci T_HIMPL[UCI_N1]=solowg
+		T_GIMPL[UCI_N2]=solowg-uci-added T_HIMPL[UCI_N2]=${host_impls[-1]}
+		for n in "$UCI_N1" "$UCI_N2"; do
+			T_PART[n]=b T_INIT[n]=guest T_IPERF[n]=0
+			T_GPORT[n]=$((51910 + UCI_N1)) T_HPORT[n]=$((51900 + n))
+		done
+		n=$UCI_N2
+	fi
 done
 tname() { printf '%s.%s-vs-%s.%s-initiates' "${T_PART[$1]}" "${T_GIMPL[$1]}" "${T_HIMPL[$1]}" "${T_INIT[$1]}"; }
 hif() { printf 'wg%sh%s' "$NT_ID" "$1"; }
-
-# The guest's solowg: a static little-endian MIPS32 ELF, or part b is skipped.
-SOLOWG_SKIP=
-if [[ " $PARTS " == *" b "* ]]; then
-	if [[ ! -f $GUEST_BIN ]]; then
-		SOLOWG_SKIP="no mipsel solowg at ${GUEST_BIN#"$NT_REPO_ROOT"/} (openwrt/build mipsel_24kc)"
-	# ELF magic, 32-bit, little-endian (bytes 0-5); e_machine 8 = MIPS (bytes 18-19).
-	elif [[ $(od -An -tx1 -N6 "$GUEST_BIN" | tr -d ' \n') != 7f454c460101 ||
-		$(od -An -tx1 -j18 -N2 "$GUEST_BIN" | tr -d ' \n') != 0800 ]]; then
-		SOLOWG_SKIP="${GUEST_BIN#"$NT_REPO_ROOT"/} is not a little-endian MIPS32 executable"
-	fi
-fi
-# OpenWrt mode needs a ubus broker for mipsel, which no Debian package provides.
-UCI_SKIP=
-[[ " $PARTS " == *" b "* ]] &&
-	UCI_SKIP="solowg --uci needs a mipsel ubusd; OpenWrt's is in no Debian package and none is built here"
 
 # ---- host side: namespace, tap, peers ----------------------------------------------------------
 setup_host() {
@@ -157,7 +198,13 @@ setup_host() {
 	for n in "${!T_PART[@]}"; do
 		[[ ${T_GIMPL[n]} == solowg && -n $SOLOWG_SKIP ]] && continue
 		ifn=$(hif "$n")
-		nt_genkey "g$n" && nt_genkey "h$n" || return 1
+		if [[ ${T_GIMPL[n]} == solowg-uci-added ]]; then
+			# The same guest interface as UCI_N1's: its key.
+			cp -p "$NT_TMP/g$UCI_N1.key" "$NT_TMP/g$n.key" &&
+				cp -p "$NT_TMP/g$UCI_N1.pub" "$NT_TMP/g$n.pub" && nt_genkey "h$n" || return 1
+		else
+			nt_genkey "g$n" && nt_genkey "h$n" || return 1
+		fi
 		T_GKEY[n]=$(cat "$NT_TMP/g$n.key")
 		T_HPUB[n]=$(nt_pub "h$n")
 		# Harness self-test: the guest gets a wrong key for its peer, so every tunnel
@@ -194,10 +241,14 @@ job=$NT_TMP/job
 mkdir -p "$job"
 cp "$here/guest/job.sh" "$job/job.sh"
 [[ " $PARTS " == *" b "* && -z $SOLOWG_SKIP ]] && cp "$GUEST_BIN" "$job/solowg"
+if [[ -n ${UCI_N1:-} ]]; then
+	cp "$GUEST_UBUSD" "$job/ubusd"
+	cp "$GUEST_UBUS" "$job/ubus"
+fi
 {
 	printf 'HOST4=%q\nHOST6=%q\nGUEST4=%q\nGUEST6=%q\n' "$HOST4" "$HOST6" "$GUEST4" "$GUEST6"
 	printf 'PARTS=%q\nIPERF_SECS=%q\nIPERF_PORT=%q\n' "$PARTS" "$IPERF_SECS" "$NT_IPERF_PORT"
-	printf 'SOLOWG_SKIP=%q\nUCI_SKIP=%q\n' "$SOLOWG_SKIP" "$UCI_SKIP"
+	printf 'SOLOWG_SKIP=%q\nUCI_SKIP=%q\nUCI_N1=%q\nUCI_N2=%q\n' "$SOLOWG_SKIP" "$UCI_SKIP" "${UCI_N1:-}" "${UCI_N2:-}"
 	declare -p T_PART T_GIMPL T_HIMPL T_INIT T_IPERF T_GKEY T_HPUB T_GPORT T_HPORT
 } >"$job/job.env"
 chmod 0600 "$job/job.env"

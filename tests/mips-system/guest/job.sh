@@ -8,8 +8,9 @@
 #            host:  only the host knows the guest's endpoint (outer IPv6); the host's
 #                   pinger makes it initiate, and the guest only answers
 # Per tunnel: handshake, ping over IPv4 and IPv6, iperf3 both ways when T_IPERF is 1,
-# `wg show` (for solowg over its UAPI socket) and `solowg show`. Prints PASS/FAIL/SKIPPED
-# lines for run.sh to count, and '# TIME ...' lines for its report.
+# `wg show` (for solowg over its UAPI socket) and `solowg show`. Then, in part b, OpenWrt
+# mode (UCI_N1, UCI_N2: see uci_mode). Prints PASS/FAIL/SKIPPED lines for run.sh to count,
+# and '# TIME ...' lines for its report.
 set -u
 cd "$(dirname -- "$0")" || exit 2
 # shellcheck source=/dev/null
@@ -281,11 +282,227 @@ tunnel() {
 	info "TIME tunnel $name $(($(now_ms) - t0)) ms"
 }
 
+# ---- OpenWrt mode ------------------------------------------------------------------------------
+# No jq in the guest: ubus-client prints one line of compact JSON, and the peer tables of
+# `status` hold no tables, so each is one {...} without braces inside.
+json_tables() { grep -o '{[^{}]*}' <<<"$1"; }
+json_peer() { json_tables "$1" | grep -F "\"public_key\":\"$2\""; }
+# json_get JSON KEY: the first scalar value of KEY (a string without its quotes).
+json_get() {
+	grep -o "\"$2\":\(\"[^\"]*\"\|[^],}]*\)" <<<"$1" | head -n 1 | sed 's/^"[^"]*"://; s/^"\(.*\)"$/\1/'
+}
+# peer_field_of IF PUBKEY N: field N of that peer's line of `wg show IF dump`.
+peer_field_of() { wg show "$1" dump 2>/dev/null | awk -F'\t' -v k="$2" -v n="$3" 'NR > 1 && $1 == k { print $n }'; }
+handshake_done_of() {
+	local hs
+	hs=$(peer_field_of "$1" "$2" 5)
+	[[ $hs =~ ^[0-9]+$ ]] && ((hs > 0))
+}
+
+# uci_network N1 N2 DESCRIPTION WITH_ADDED: the network file as uci writes it. The interface
+# (N1's key and port; both tunnels' inner addresses) and the host's solowg as peer 'host1';
+# with WITH_ADDED=1 also peer 'host2' (N2's host peer). The private key is given, so the
+# daemon never runs uci to save a generated one.
+uci_network() {
+	local n1=$1 n2=$2
+	cat <<EOF
+config interface 'swg$n1'
+	option proto 'solowg'
+	option private_key '${T_GKEY[$n1]}'
+	option listen_port '${T_GPORT[$n1]}'
+	list addresses '10.204.$n1.2/24'
+	list addresses 'fd00:204:$n1::2/64'
+	list addresses '10.204.$n2.2/24'
+	list addresses 'fd00:204:$n2::2/64'
+
+config solowg_swg$n1 'host1'
+	option public_key '${T_HPUB[$n1]}'
+	option description '$3'
+	list allowed_ips '10.204.$n1.1/32'
+	list allowed_ips 'fd00:204:$n1::1/128'
+	option endpoint_host '$HOST4'
+	option endpoint_port '${T_HPORT[$n1]}'
+EOF
+	[[ $4 == 1 ]] || return 0
+	cat <<EOF
+
+config solowg_swg$n1 'host2'
+	option public_key '${T_HPUB[$n2]}'
+	option description 'added by reload'
+	list allowed_ips '10.204.$n2.1/32'
+	list allowed_ips 'fd00:204:$n2::1/128'
+	option endpoint_host '$HOST4'
+	option endpoint_port '${T_HPORT[$n2]}'
+EOF
+}
+
+# uci_mode N1 N2: `solowg --uci` as procd and netifd run it on OpenWrt, with the job's
+# mipsel ubus broker (ubusd) and CLI (ubus). The job plays netifd: `ubus call solowg up`,
+# then the reply's addresses on the interface. Checked: the object and its methods, the up
+# reply, the handshake and pings with the host's solowg (N1), `status` over ubus and
+# `solowg show`, a reload that renames that peer and adds the second host peer (N2: its
+# handshake and pings; the first peer's session kept), a reload that removes it again,
+# and SIGTERM. Names: b.solowg-uci.* for the daemon, the tunnel names of N1 and N2.
+uci_mode() {
+	local n1=$1 n2=$2 ifn=swg$1 dir=/tmp/uci pre=b.solowg-uci
+	local sock=/tmp/uci/ubus.sock name1 name2 t0 t1 upid spid reply st p1 p2 gpub hs1 shown a want
+	name1="b.${T_GIMPL[$n1]}-vs-${T_HIMPL[$n1]}.${T_INIT[$n1]}-initiates"
+	name2="b.${T_GIMPL[$n2]}-vs-${T_HIMPL[$n2]}.${T_INIT[$n2]}-initiates"
+	t0=$(now_ms)
+	info "---- OpenWrt mode: guest $ifn port ${T_GPORT[$n1]} <-> host ports ${T_HPORT[$n1]}" \
+		"(${T_HIMPL[$n1]}) and ${T_HPORT[$n2]} (${T_HIMPL[$n2]}, added by a reload)"
+	ubus_() { timeout 20 ./ubus -s "$sock" -t 10 "$@"; }
+	mkdir -p "$dir/config"
+	./ubusd --socket="$sock" >/tmp/ubusd.log 2>&1 &
+	upid=$!
+	if wait_until 10 test -S "$sock" && ubus_ ping >/dev/null; then
+		pass "$pre.ubusd-up"
+	else
+		fail "$pre.ubusd-up" "no broker answering on $sock within 10 s"
+		indent </tmp/ubusd.log
+		kill "$upid" 2>/dev/null
+		return
+	fi
+	(umask 077 && uci_network "$n1" "$n2" "host solowg" 0 >"$dir/config/network")
+	UBUS_SOCKET=$sock LOG_LEVEL=verbose ./solowg --uci --config-dir "$dir/config" \
+		--ubus-bin "$PWD/ubus" --state-file "$dir/state" >/tmp/solowg-uci.log 2>&1 &
+	spid=$!
+	t1=$(now_ms)
+	reply=
+	if ubus_ wait_for solowg >/dev/null 2>&1 && reply=$(ubus_ list solowg 2>&1) &&
+		[[ $reply == *'"path":"solowg"'* && $reply == *'"up":{"interface":3}'* &&
+			$reply == *'"reload":{}'* && $reply == *'"status":{}'* ]]; then
+		pass "$pre.object-registered" "with up, reload and status, $(($(now_ms) - t1)) ms after the start"
+	else
+		fail "$pre.object-registered" "${reply:-no object 'solowg' within 10 s}"
+		tail -n 20 /tmp/solowg-uci.log | indent
+		kill "$spid" "$upid" 2>/dev/null
+		return
+	fi
+
+	# netifd's part: `up` (as the protocol handler calls it), then the reply's addresses.
+	reply=$(ubus_ call solowg up "{\"interface\":\"$ifn\"}" 2>&1)
+	info "up: $reply"
+	want="\"addresses\":[\"10.204.$n1.2/24\",\"fd00:204:$n1::2/64\",\"10.204.$n2.2/24\",\"fd00:204:$n2::2/64\"]"
+	if [[ $(json_get "$reply" ifname) == "$ifn" && $reply == *"$want"* && $reply == *'"errors":[]'* ]] &&
+		sock_up "$ifn"; then
+		pass "$pre.up" "TUN, UAPI socket and the section's addresses in the reply, mtu $(json_get "$reply" mtu)"
+	else
+		fail "$pre.up" "$reply"
+	fi
+	for a in $(grep -o '"addresses":\[[^]]*\]' <<<"$reply" | grep -o '"[^"]*/[0-9]*"' | tr -d '"'); do
+		if [[ $a == *:* ]]; then ip addr add "$a" dev "$ifn" nodad; else ip addr add "$a" dev "$ifn"; fi
+	done
+	ip link set "$ifn" up
+
+	# The first configuration's peer: the host's solowg.
+	t1=$(now_ms)
+	if wait_until 20 ping_once "10.204.$n1.1" && handshake_done_of "$ifn" "${T_HPUB[$n1]}"; then
+		pass "$name1.handshake" "guest initiated; first reply $(($(now_ms) - t1)) ms after the first ping"
+		ping_check "$name1.ping4" "10.204.$n1.1"
+		ping_check "$name1.ping6" "fd00:204:$n1::1"
+	else
+		fail "$name1.handshake" "no reply within 20 s"
+		fail "$name1.ping4" "no handshake"
+		fail "$name1.ping6" "no handshake"
+	fi
+	gpub=$(wg pubkey <<<"${T_GKEY[$n1]}")
+	st=$(ubus_ call solowg status 2>&1)
+	p1=$(json_peer "$st" "${T_HPUB[$n1]}")
+	info "status, peer host1: $p1"
+	if [[ $st == *"\"name\":\"$ifn\""* && $st == *"\"public_key\":\"$gpub\""* &&
+		$st == *"\"listen_port\":${T_GPORT[$n1]},"* && $st != *"${T_GKEY[$n1]}"* &&
+		$(json_get "$p1" description) == "host solowg" &&
+		$(json_get "$p1" endpoint) == "$HOST4:${T_HPORT[$n1]}" &&
+		$(json_get "$p1" latest_handshake) =~ ^[1-9][0-9]*$ &&
+		$(json_get "$p1" rx_bytes) =~ ^[1-9][0-9]*$ &&
+		$p1 == *"\"allowed_ips\":[\"10.204.$n1.1/32\",\"fd00:204:$n1::1/128\"]"* ]]; then
+		pass "$pre.ubus-status" "interface key and port, peer description, endpoint, handshake, rx $(json_get "$p1" rx_bytes) bytes; no private key"
+	else
+		fail "$pre.ubus-status" "$st"
+	fi
+	shown=$(timeout 10 ./solowg show "$ifn" 2>&1)
+	info "solowg show $ifn:"
+	printf '%s\n' "$shown" | indent
+	if [[ $shown == *"peer: ${T_HPUB[$n1]}"* && $shown == *"latest handshake"* &&
+		$shown == *"private key: (hidden)"* ]]; then
+		pass "$pre.solowg-show"
+	else
+		fail "$pre.solowg-show"
+	fi
+
+	# Reload: host1 renamed, host2 added; host1 keeps its session (the same handshake).
+	hs1=$(peer_field_of "$ifn" "${T_HPUB[$n1]}" 5)
+	(umask 077 && uci_network "$n1" "$n2" "host solowg, renamed" 1 >"$dir/config/network")
+	reply=$(ubus_ call solowg reload 2>&1)
+	info "reload: $reply"
+	st=$(ubus_ call solowg status 2>&1)
+	p1=$(json_peer "$st" "${T_HPUB[$n1]}")
+	p2=$(json_peer "$st" "${T_HPUB[$n2]}")
+	if [[ $reply == "{\"errors\":[],\"interfaces\":[\"$ifn\"]}" &&
+		$(json_get "$p1" description) == "host solowg, renamed" &&
+		$(json_get "$p2" description) == "added by reload" &&
+		$(json_get "$p2" endpoint) == "$HOST4:${T_HPORT[$n2]}" ]]; then
+		pass "$pre.reload-adds-and-changes-peers" "host2 added, host1 renamed"
+	else
+		fail "$pre.reload-adds-and-changes-peers" "host1: $p1; host2: $p2"
+	fi
+	t1=$(now_ms)
+	if wait_until 20 ping_once "10.204.$n2.1" && handshake_done_of "$ifn" "${T_HPUB[$n2]}"; then
+		pass "$name2.handshake" "guest initiated after the reload; first reply $(($(now_ms) - t1)) ms after the first ping"
+		ping_check "$name2.ping4" "10.204.$n2.1"
+		ping_check "$name2.ping6" "fd00:204:$n2::1"
+	else
+		fail "$name2.handshake" "no reply within 20 s"
+		fail "$name2.ping4" "no handshake"
+		fail "$name2.ping6" "no handshake"
+	fi
+	if ping_once "10.204.$n1.1" && [[ -n $hs1 && $(peer_field_of "$ifn" "${T_HPUB[$n1]}" 5) == "$hs1" ]]; then
+		pass "$pre.reload-keeps-unchanged-session" "host1's handshake still the one of $(($(date +%s) - hs1)) s ago"
+	else
+		fail "$pre.reload-keeps-unchanged-session" "handshake '$hs1' before, '$(peer_field_of "$ifn" "${T_HPUB[$n1]}" 5)' after"
+	fi
+	info "wg show $ifn:"
+	wg show "$ifn" 2>&1 | indent
+
+	# Reload without host2: gone from status, its inner address unreachable, host1 still up.
+	(umask 077 && uci_network "$n1" "$n2" "host solowg, renamed" 0 >"$dir/config/network")
+	reply=$(ubus_ call solowg reload 2>&1)
+	st=$(ubus_ call solowg status 2>&1)
+	if [[ $reply == *'"errors":[]'* && -z $(json_peer "$st" "${T_HPUB[$n2]}") &&
+		-n $(json_peer "$st" "${T_HPUB[$n1]}") ]] && ! ping_once "10.204.$n2.1" && ping_once "10.204.$n1.1"; then
+		pass "$pre.reload-removes-peer" "host2 gone, not reachable; host1 answers"
+	else
+		fail "$pre.reload-removes-peer" "reload: $reply; status: $st"
+	fi
+
+	# procd stops the daemon with SIGTERM: gone within 2 s, with its TUN and UAPI socket.
+	t1=$(now_ms)
+	kill -TERM "$spid"
+	uci_gone() { pid_gone "$spid" && ! ip link show dev "$ifn" >/dev/null 2>&1 && [[ ! -e /var/run/wireguard/$ifn.sock ]]; }
+	if wait_until 2 uci_gone; then
+		pass "$pre.sigterm-exit" "process, TUN and UAPI socket gone $(($(now_ms) - t1)) ms after SIGTERM"
+	else
+		fail "$pre.sigterm-exit" "still there 2 s after SIGTERM"
+		kill -KILL "$spid" 2>/dev/null
+	fi
+	wait "$spid" 2>/dev/null
+	info "solowg --uci log (last lines):"
+	tail -n 25 /tmp/solowg-uci.log | indent
+	kill -TERM "$upid" 2>/dev/null
+	wait_until 3 pid_gone "$upid" || kill -KILL "$upid" 2>/dev/null
+	wait "$upid" 2>/dev/null
+	rm -rf "$dir"
+	info "TIME uci $(($(now_ms) - t0)) ms"
+}
+
 # ---- the tunnels, part by part ---------------------------------------------------------------
 for part in $PARTS; do
 	part_t0=$(now_ms)
 	for n in "${!T_PART[@]}"; do
 		[[ ${T_PART[$n]} == "$part" ]] || continue
+		# OpenWrt mode's two tunnels: one run, after the part's other tunnels.
+		[[ ${T_GIMPL[$n]} == solowg-uci* ]] && continue
 		name="${T_PART[$n]}.${T_GIMPL[$n]}-vs-${T_HIMPL[$n]}.${T_INIT[$n]}-initiates"
 		if [[ ${T_GIMPL[$n]} == kernel && $kernel_wg -eq 0 ]]; then
 			skip "$name" "the guest kernel's wireguard module did not load"
@@ -297,6 +514,16 @@ for part in $PARTS; do
 			tunnel "$n"
 		fi
 	done
+	if [[ $part == b && -n ${UCI_N1:-} ]]; then
+		if [[ $have_solowg -eq 1 && -x ./ubusd && -x ./ubus ]]; then
+			uci_mode "$UCI_N1" "${UCI_N2:?}"
+		else
+			for n in "$UCI_N1" "$UCI_N2"; do
+				skip "b.${T_GIMPL[$n]}-vs-${T_HIMPL[$n]}.${T_INIT[$n]}-initiates" \
+					"${SOLOWG_SKIP:-no ubusd or ubus in the job}"
+			done
+		fi
+	fi
 	info "TIME part $part $(($(now_ms) - part_t0)) ms"
 done
 
