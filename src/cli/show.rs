@@ -79,19 +79,29 @@ fn ago(secs: u64) -> String {
     }
 }
 
+/// `wg show`'s `%.2f KiB` (MiB, GiB, TiB) in integer arithmetic, rounded half to even as
+/// printf and `{:.2}` round: the same text without float formatting, about 27 KB of the MIPS
+/// binary.
 fn bytes(n: u64) -> String {
-    let units = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = n as f64;
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
     let mut i = 0;
-    while v >= 1024.0 && i + 1 < units.len() {
-        v /= 1024.0;
+    while i + 1 < UNITS.len() && n >> (10 * (i + 1)) != 0 {
         i += 1;
     }
     if i == 0 {
-        format!("{n} B")
-    } else {
-        format!("{v:.2} {}", units[i])
+        return format!("{n} B");
     }
+    let shift = 10 * i;
+    let frac = (n & ((1 << shift) - 1)) * 100; // below 100 << 40
+    let (mut hundredths, rest) = (
+        (n >> shift) * 100 + (frac >> shift),
+        frac & ((1 << shift) - 1),
+    );
+    let half = 1 << (shift - 1);
+    if rest > half || (rest == half && hundredths % 2 == 1) {
+        hundredths += 1;
+    }
+    format!("{}.{:02} {}", hundredths / 100, hundredths % 100, UNITS[i])
 }
 
 /// Renders a `get=1` reply like `wg show`.
@@ -249,5 +259,46 @@ mod tests {
         assert!(render("wg0", "errno=19\n\n", 0).is_err());
         assert!(render("wg0", "garbage\n=\n==\npublic_key=zz\n", 0).is_err());
         assert_eq!(ago(3661), "1 hour, 1 minute, 1 second ago");
+    }
+
+    /// The integer `bytes` prints what float formatting (as the code was, and as `wg show`
+    /// prints with printf) prints, ties included.
+    #[test]
+    fn bytes_match_float_formatting() {
+        fn float(n: u64) -> String {
+            let units = ["B", "KiB", "MiB", "GiB", "TiB"];
+            let (mut v, mut i) = (n as f64, 0);
+            while v >= 1024.0 && i + 1 < units.len() {
+                v /= 1024.0;
+                i += 1;
+            }
+            if i == 0 {
+                format!("{n} B")
+            } else {
+                format!("{v:.2} {}", units[i])
+            }
+        }
+        assert_eq!(bytes(1152), "1.12 KiB"); // 1.125: tie, to even
+        assert_eq!(bytes(1408), "1.38 KiB"); // 1.375
+        assert_eq!(bytes(1023), "1023 B");
+        assert_eq!(bytes(1024 * 1024 - 1), "1024.00 KiB");
+        assert_eq!(bytes(u64::MAX), float(u64::MAX));
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut samples = vec![0, 1, 1024, 1 << 20, 1 << 30, 1 << 40, 1 << 50, 1 << 53];
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            samples.push(x >> (11 + x % 53)); // below 2^53: exact as f64
+        }
+        for shift in [10, 20, 30, 40] {
+            for k in 0..4096u64 {
+                samples.push((k << (shift - 7)) + (1 << shift)); // ties and their neighbours
+                samples.push((k << (shift - 7)) + (1 << shift) + 1);
+            }
+        }
+        for n in samples {
+            assert_eq!(bytes(n), float(n), "{n}");
+        }
     }
 }

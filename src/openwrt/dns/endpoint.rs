@@ -168,8 +168,9 @@ impl EndpointResolver {
             .initial
             .saturating_mul(1 << shift)
             .min(self.backoff.max);
-        let cut = base.mul_f64(f64::from(jitter % 1024) / 4096.0);
-        (base - cut).max(Duration::from_millis(1))
+        // Integer arithmetic: float code is kept out of the binary.
+        let cut = base.saturating_mul(jitter % 1024) / 4096;
+        base.saturating_sub(cut).max(Duration::from_millis(1))
     }
 
     /// No handshake for longer than REJECT_AFTER_TIME (by then any session with the old address
