@@ -407,9 +407,10 @@ def apk_scripts(name, postinst_pkg):
 # ---------------------------------------------------------------- ipk writer
 
 def gzip_bytes(data):
-    # gzip -n: no file name, time 0
+    # gzip -n: no file name, time 0. Level 9 where ipkg-build's gzip uses its default, 6:
+    # opkg reads either, and the solowg ipk is 1.1 KB smaller (the .apk is deflated at 9 too).
     buf = io.BytesIO()
-    with gzip.GzipFile(filename="", mode="wb", fileobj=buf, mtime=0, compresslevel=6) as g:
+    with gzip.GzipFile(filename="", mode="wb", fileobj=buf, mtime=0, compresslevel=9) as g:
         g.write(data)
     return buf.getvalue()
 
