@@ -319,11 +319,20 @@ nt_start_daemon() {
 	fi
 }
 
-# The daemon's own PID (NT_DAEMON_PID holds its `timeout` guard's PID).
+# The daemon's own PID (NT_DAEMON_PID holds its `timeout` guard's PID). Under a
+# SOLOWG_EMULATOR that starts with strace (tests/mips-user) the guard's child is strace,
+# which a SIGUSR1 would kill: its child, the emulated daemon, is taken instead.
 nt_daemon_os_pid() {
-	local guard=${NT_DAEMON_PID[$1]} child=
-	read -r child _ <"/proc/$guard/task/$guard/children" 2>/dev/null || true
-	printf '%s\n' "${child:-$guard}"
+	local pid=${NT_DAEMON_PID[$1]} child=
+	read -r child _ <"/proc/$pid/task/$pid/children" 2>/dev/null || true
+	pid=${child:-$pid}
+	while [[ $(cat "/proc/$pid/comm" 2>/dev/null) == strace ]]; do
+		child=
+		read -r child _ <"/proc/$pid/task/$pid/children" 2>/dev/null || true
+		[[ -n $child ]] || break
+		pid=$child
+	done
+	printf '%s\n' "$pid"
 }
 
 # Contract: TUN created with MTU 1420, left down, no addresses.
