@@ -1,0 +1,204 @@
+#!/usr/bin/env python3
+"""Whole-system guest profiles for bench/router --profile.
+
+For each long run, the plugin dumped "address instructions" per translated block before and
+after it (prof-NAME.0, prof-NAME.1); the difference, attributed to the symbol holding each
+block's start, is the run's profile. Kernel and module symbols come from the guest's
+/proc/kallsyms (kallsyms-NIC-IMPL.txt; Debian's System.map is a placeholder), solowg's from
+its unstripped ELF (names demangled by c++filt when present). A block is charged whole to
+the symbol its first instruction is in. The TLB refill handler is not a symbol: Linux copies
+it to EBase, a page it allocates at boot, found here as the page-aligned kernel block that is
+executed most and whose page also holds the general exception vector (EBase + 0x180).
+
+    profile.py --solowg ELF [--top N] RAW_DIR
+"""
+import argparse
+import bisect
+import glob
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+
+
+def read_prof(path):
+    """{block address: [instructions, executions]}, re-translations of a block summed."""
+    counts = {}
+    with open(path) as f:
+        for line in f:
+            a, n, x = line.split()
+            c = counts.setdefault(int(a, 16), [0, 0])
+            c[0] += int(n)
+            c[1] += int(x)
+    return counts
+
+
+def demangle_all(names):
+    """Names demangled by c++filt (binutils >= 2.36 reads Rust's v0 mangling), else by
+    demangle() below; crate hashes ([0123abcd...]) dropped."""
+    if shutil.which("c++filt"):
+        out = subprocess.run(["c++filt"], input="\n".join(names), capture_output=True,
+                             text=True, check=False).stdout.split("\n")
+        if len(out) >= len(names):
+            return [re.sub(r"\[[0-9a-f]{16}\]", "", o) for o in out[: len(names)]]
+    return [demangle(n) for n in names]
+
+
+def demangle(name):
+    """Rust legacy mangling (_ZN<len><part>...E, a trailing hash dropped); else as is."""
+    if not name.startswith("_ZN"):
+        return name
+    i, parts = 3, []
+    while i < len(name) and name[i].isdigit():
+        j = i
+        while name[j].isdigit():
+            j += 1
+        n = int(name[i:j])
+        parts.append(name[j : j + n])
+        i = j + n
+    if parts and re.fullmatch(r"h[0-9a-f]{16}", parts[-1]):
+        parts.pop()
+    s = "::".join(parts)
+    for a, b in (("$LT$", "<"), ("$GT$", ">"), ("$u20$", " "), ("$RF$", "&"), ("$C$", ","),
+                 ("..", "::"), ("$u7b$", "{"), ("$u7d$", "}"), ("$BP$", "*")):
+        s = s.replace(a, b)
+    return s
+
+
+def elf_functions(path):
+    """(address, name) of the function symbols of a 32- or 64-bit ELF, either byte order."""
+    data = open(path, "rb").read()
+    if data[:4] != b"\x7fELF":
+        raise SystemExit(f"{path}: not ELF")
+    is64 = data[4] == 2
+    e = "<" if data[5] == 1 else ">"
+    if is64:
+        shoff, = struct.unpack_from(e + "Q", data, 0x28)
+        shentsize, shnum = struct.unpack_from(e + "HH", data, 0x3A)
+    else:
+        shoff, = struct.unpack_from(e + "I", data, 0x20)
+        shentsize, shnum = struct.unpack_from(e + "HH", data, 0x2E)
+    secs = []
+    for i in range(shnum):
+        o = shoff + i * shentsize
+        if is64:
+            _, typ, _, _, off, size, link, _, _, entsize = struct.unpack_from(e + "IIQQQQIIQQ", data, o)
+        else:
+            _, typ, _, _, off, size, link, _, _, entsize = struct.unpack_from(e + "IIIIIIIIII", data, o)
+        secs.append((typ, off, size, link, entsize))
+    out = []
+    for typ, off, size, link, entsize in secs:
+        if typ != 2:  # SHT_SYMTAB
+            continue
+        stroff = secs[link][1]
+        for k in range(size // entsize):
+            o = off + k * entsize
+            if is64:
+                name, info, _, _, value, _ = struct.unpack_from(e + "IBBHQQ", data, o)
+            else:
+                name, value, _, info, _, _ = struct.unpack_from(e + "IIIBBH", data, o)
+            if info & 0xF != 2 or value == 0:  # STT_FUNC
+                continue
+            end = data.index(b"\0", stroff + name)
+            out.append((value & ~1, data[stroff + name : end].decode(errors="replace")))
+    names = demangle_all([n for _, n in out])
+    return [(a, n) for (a, _), n in zip(out, names)]
+
+
+def text_symbols(path, pattern):
+    """(address, name) from System.map or kallsyms lines matching the given type letters."""
+    out = []
+    with open(path, errors="replace") as f:
+        for line in f:
+            p = line.split()
+            if len(p) >= 3 and re.fullmatch(pattern, p[1]):
+                name = p[2] + (" " + p[3] if len(p) > 3 else "")
+                out.append((int(p[0], 16), name))
+    return out
+
+
+class Symbols:
+    def __init__(self, pairs, label):
+        pairs = sorted(set(pairs))
+        self.addrs = [a for a, _ in pairs]
+        self.names = [n for _, n in pairs]
+        self.label = label
+
+    def find(self, a):
+        i = bisect.bisect_right(self.addrs, a) - 1
+        return self.names[i] if i >= 0 else "?"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--solowg", required=True)
+    ap.add_argument("--top", type=int, default=25)
+    ap.add_argument("raw_dir")
+    a = ap.parse_args()
+    user = Symbols(elf_functions(a.solowg), "solowg")
+    for p1 in sorted(glob.glob(os.path.join(a.raw_dir, "prof-*.1"))):
+        p0 = p1[:-1] + "0"
+        if not os.path.exists(p0):
+            continue
+        name = os.path.basename(p1)[5:-2]  # nic-impl-topo-dir-rep
+        nic, impl = name.split("-")[:2]
+        ks_path = os.path.join(a.raw_dir, f"kallsyms-{nic}-{impl}.txt")
+        kern = Symbols(text_symbols(ks_path, "[tTwW]") if os.path.exists(ks_path) else [], "kernel")
+        lo = hi = 0
+        maps_path = os.path.join(a.raw_dir, f"maps-{nic}-solowg.txt")
+        if impl == "solowg" and os.path.exists(maps_path):
+            for line in open(maps_path):
+                f = line.split()
+                if len(f) >= 6 and "x" in f[1] and f[5].endswith("solowg"):
+                    lo, hi = (int(x, 16) for x in f[0].split("-"))
+        before, after = read_prof(p0), read_prof(p1)
+        by_sym, by_space = {}, {}
+        total = 0
+        def execs(addr):
+            return after.get(addr, (0, 0))[1] - before.get(addr, (0, 0))[1]
+
+        pages = [b for b in after if b >= 0x80000000 and b % 4096 == 0 and b + 0x180 in after]
+        ebase = max(pages, key=execs, default=None)
+        refills = execs(ebase) if ebase is not None else 0
+        for addr, (n, x) in after.items():
+            n0, x0 = before.get(addr, (0, 0))
+            d = n - n0
+            if d <= 0:
+                continue
+            total += d
+            if ebase is not None and ebase <= addr < ebase + 0x80:
+                space, sym = "kernel", "(TLB refill handler)"
+            elif ebase is not None and ebase + 0x180 <= addr < ebase + 0x200:
+                space, sym = "kernel", "(general exception vector)"
+            elif addr >= 0xC0000000:
+                space, sym = "modules", kern.find(addr)
+            elif addr >= 0x80000000:
+                space, sym = "kernel", kern.find(addr)
+            elif lo <= addr < hi:
+                # Another process's code at the same addresses (iperf3 when terminating)
+                # would be charged here too: static solowg and iperf3 both start at 4 MiB.
+                space, sym = "user", user.find(addr)
+            else:
+                space, sym = "user", "(user)"
+            by_space[space] = by_space.get(space, 0) + d
+            key = f"{space[0]} {sym}"
+            by_sym[key] = by_sym.get(key, 0) + d
+        if not total:
+            continue
+        split = ", ".join(f"{s} {100 * n / total:.1f}%" for s, n in sorted(by_space.items()))
+        print(f"### profile {name}: {total / 1e9:.2f} G instructions ({split}); "
+              f"{refills / 1e6:.2f} M TLB refills")
+        print()
+        print("| share | where | symbol |")
+        print("|---:|---|---|")
+        for key, n in sorted(by_sym.items(), key=lambda kv: -kv[1])[: a.top]:
+            space, sym = key.split(" ", 1)
+            sym = sym.replace("|", "\\|")
+            print(f"| {100 * n / total:.1f}% | {dict(k='kernel', m='module', u='user')[space]} | `{sym[:90]}` |")
+        print()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
