@@ -89,6 +89,54 @@ pub fn send_segments(
     }
 }
 
+/// Sends each `(to, datagram)` as its own datagram, up to MAX_SEGMENTS per `sendmmsg`: where
+/// UDP GSO is refused (a NIC without checksum offload, like ath79's ag71xx, makes the kernel
+/// answer EIO) a batch still costs one syscall, not one per packet. Returns how many went
+/// out; the rest found the socket buffer full (or an error) and is dropped, as on a
+/// congested link, except that an error on the first datagram is returned.
+pub fn send_many(sock: &UdpSocket, msgs: &[(SocketAddr, &[u8])]) -> io::Result<usize> {
+    let n = msgs.len().min(MAX_SEGMENTS);
+    if n == 0 {
+        return Ok(0);
+    }
+    let addrs: [Option<SockAddr>; MAX_SEGMENTS] =
+        std::array::from_fn(|i| msgs.get(i).filter(|_| i < n).map(|m| SockAddr::from(m.0)));
+    // SAFETY: iovec and mmsghdr are plain data; zeroed is valid before filling them.
+    let mut iov: [libc::iovec; MAX_SEGMENTS] = unsafe { zeroed() };
+    let mut hdrs: [libc::mmsghdr; MAX_SEGMENTS] = unsafe { zeroed() };
+    for i in 0..n {
+        let (Some(a), (_, d)) = (&addrs[i], &msgs[i]) else {
+            continue;
+        };
+        iov[i].iov_base = d.as_ptr() as *mut libc::c_void;
+        iov[i].iov_len = d.len();
+        let h = &mut hdrs[i].msg_hdr;
+        h.msg_name = a.as_ptr() as *mut libc::c_void;
+        h.msg_namelen = a.len();
+        h.msg_iov = &mut iov[i];
+        h.msg_iovlen = 1;
+    }
+    loop {
+        // SAFETY: the first n headers point to live addresses, iovecs and datagrams.
+        let r = unsafe {
+            libc::sendmmsg(
+                sock.as_raw_fd(),
+                hdrs.as_mut_ptr(),
+                n as libc::c_uint,
+                // The flags are an int in glibc, unsigned in musl.
+                libc::MSG_DONTWAIT as _,
+            )
+        };
+        if r >= 0 {
+            return Ok(r as usize);
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
 /// Receives into `buf`; returns (bytes, source, segment size). With GRO the bytes may hold
 /// several datagrams of `segment size` each (the last may be shorter).
 pub fn recv_gro(sock: &UdpSocket, buf: &mut [u8]) -> io::Result<(usize, SocketAddr, usize)> {
@@ -281,5 +329,39 @@ pub fn attach_steering(sock: &UdpSocket, tag: u16) -> io::Result<()> {
         Ok(())
     } else {
         Err(io::Error::last_os_error())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn send_many_delivers_each_datagram_to_its_own_address() {
+        let a = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let b = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        for s in [&a, &b] {
+            s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        }
+        let (ta, tb) = (a.local_addr().unwrap(), b.local_addr().unwrap());
+        let msgs: [(SocketAddr, &[u8]); 4] = [
+            (ta, b"one"),
+            (tb, b"two!"),
+            (ta, b"three"),
+            (tb, &[7; 1400]),
+        ];
+        assert_eq!(send_many(&tx, &msgs).unwrap(), 4);
+        let mut buf = [0u8; 2000];
+        let mut got = |s: &UdpSocket| {
+            let n = s.recv(&mut buf).unwrap();
+            buf[..n].to_vec()
+        };
+        assert_eq!(got(&a), b"one");
+        assert_eq!(got(&a), b"three");
+        assert_eq!(got(&b), b"two!");
+        assert_eq!(got(&b), vec![7; 1400]);
+        assert_eq!(send_many(&tx, &[]).unwrap(), 0);
     }
 }

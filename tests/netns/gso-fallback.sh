@@ -49,4 +49,17 @@ log="$NT_TMP/daemon-$NT_IF_A-$U.log"
 # Once, not per batch: the fallback is sticky.
 logged_once() { [[ $(grep -c 'UDP GSO unavailable' "$log") -eq 1 ]]; }
 nt_check fallback-logged-once logged_once || true
+# Without GSO a batch still leaves in one sendmmsg (not one call per datagram), as on a
+# router whose NIC has no checksum offload: datagrams per send call from A's counters.
+batched() {
+	local line
+	kill -USR1 "$(nt_daemon_os_pid "$NT_IF_A")" || return 1
+	nt_wait_until 3 grep -q "stats $NT_IF_A: " "$log" || return 1
+	line=$(grep "stats $NT_IF_A: " "$log" | tail -n 1)
+	nt_info "A's counters: $line"
+	awk '{ for (i = 1; i <= NF; i++) if (split($i, kv, "=") == 2) v[kv[1]] = kv[2] }
+		END { r = v["udp_send_calls"] ? v["udp_tx_datagrams"] / v["udp_send_calls"] : 0
+			printf "# datagrams per send call: %.1f\n", r; exit !(v["udp_tx_datagrams"] > 10000 && r >= 4) }' <<<"$line"
+}
+nt_check fallback-sends-batches batched || true
 nt_summary

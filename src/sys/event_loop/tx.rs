@@ -232,6 +232,10 @@ impl Io {
     /// Sends the batch: runs of equal-sized datagrams to one endpoint go out as one GSO
     /// send where the kernel allows it, everything else one datagram at a time.
     pub(super) fn send_batch(&mut self, tx: &TxBatch) {
+        if !self.gso {
+            self.send_each(tx, 0, tx.out.len());
+            return;
+        }
         let mut j = 0;
         while j < tx.out.len() {
             let (to, _, seg) = tx.out[j];
@@ -265,7 +269,9 @@ impl Io {
                 if let Some(Err(e)) = sent {
                     let one_by_one = if gso_unsupported(&e) {
                         log::info(format_args!(
-                            "UDP GSO unavailable ({e}), sending one datagram per call"
+                            "UDP GSO unavailable ({e}), sending datagrams one by one \
+                             (up to {} per call)",
+                            batch::MAX_SEGMENTS
                         ));
                         self.gso = false;
                         true
@@ -281,9 +287,7 @@ impl Io {
                         false // full socket buffer: dropped, as a congested link would
                     };
                     if one_by_one {
-                        for &(_, i, len) in &tx.out[j..k] {
-                            self.send_udp(to, slot(i, len));
-                        }
+                        self.send_each(tx, j, k);
                     }
                 }
             } else {
@@ -291,6 +295,35 @@ impl Io {
                 self.send_udp(to, slot(i, len));
             }
             j = k;
+        }
+    }
+
+    /// Sends `tx.out[from..to]` as single datagrams, a `sendmmsg` per run of one address
+    /// family (at most MAX_SEGMENTS each).
+    fn send_each(&self, tx: &TxBatch, from: usize, to: usize) {
+        let slot = |i: usize, len: usize| &tx.arena[i * tx.slot_len..i * tx.slot_len + len];
+        let mut j = from;
+        while j < to {
+            let v4 = tx.out[j].0.is_ipv4();
+            let mut msgs: [(SocketAddr, &[u8]); batch::MAX_SEGMENTS] =
+                [(tx.out[j].0, &[]); batch::MAX_SEGMENTS];
+            let mut n = 0;
+            while j + n < to && n < batch::MAX_SEGMENTS && tx.out[j + n].0.is_ipv4() == v4 {
+                let (addr, i, len) = tx.out[j + n];
+                msgs[n] = (addr, slot(i, len));
+                n += 1;
+            }
+            if let Some(sock) = self.socket_for(tx.out[j].0) {
+                stats::add(&self.stats.udp_send_calls, 1);
+                match batch::send_many(sock, &msgs[..n]) {
+                    Ok(sent) => stats::add(&self.stats.udp_tx_datagrams, sent as u64),
+                    // A full socket buffer or an unreachable network drops the batch, like a
+                    // link would.
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                    Err(e) => log::verbose(format_args!("send to {} failed: {e}", msgs[0].0)),
+                }
+            }
+            j += n;
         }
     }
 
