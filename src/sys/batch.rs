@@ -89,39 +89,88 @@ pub fn send_segments(
     }
 }
 
-/// Sends each `(to, datagram)` as its own datagram, up to MAX_SEGMENTS per `sendmmsg`: where
-/// UDP GSO is refused (a NIC without checksum offload, like ath79's ag71xx, makes the kernel
-/// answer EIO) a batch still costs one syscall, not one per packet. Returns how many went
-/// out; the rest found the socket buffer full (or an error) and is dropped, as on a
-/// congested link, except that an error on the first datagram is returned.
-pub fn send_many(sock: &UdpSocket, msgs: &[(SocketAddr, &[u8])]) -> io::Result<usize> {
-    let n = msgs.len().min(MAX_SEGMENTS);
+/// Reused `sendmmsg` arrays for `send_many`: built once (an address array of `SockAddr`s and
+/// headers made per call cost more copying than the datagrams' own checksums on a MIPS).
+pub struct SendMany {
+    names: Box<[libc::sockaddr_in6; MAX_SEGMENTS]>,
+    iovs: Box<[libc::iovec; MAX_SEGMENTS]>,
+    hdrs: Box<[libc::mmsghdr; MAX_SEGMENTS]>,
+}
+
+impl Default for SendMany {
+    fn default() -> Self {
+        // SAFETY: sockaddr_in6, iovec and mmsghdr are plain data; all-zero is valid.
+        unsafe {
+            SendMany {
+                names: Box::new(zeroed()),
+                iovs: Box::new(zeroed()),
+                hdrs: Box::new(zeroed()),
+            }
+        }
+    }
+}
+
+/// Writes `to` into `name` as a sockaddr_in or sockaddr_in6; returns its length.
+fn put_sockaddr(name: &mut libc::sockaddr_in6, to: SocketAddr) -> libc::socklen_t {
+    match to {
+        SocketAddr::V4(a) => {
+            // SAFETY: sockaddr_in (16 bytes) fits in and is less aligned than sockaddr_in6.
+            let v4 = unsafe { &mut *(name as *mut libc::sockaddr_in6 as *mut libc::sockaddr_in) };
+            v4.sin_family = libc::AF_INET as libc::sa_family_t;
+            v4.sin_port = a.port().to_be();
+            v4.sin_addr = libc::in_addr {
+                s_addr: u32::from_ne_bytes(a.ip().octets()),
+            };
+            size_of::<libc::sockaddr_in>() as libc::socklen_t
+        }
+        SocketAddr::V6(a) => {
+            name.sin6_family = libc::AF_INET6 as libc::sa_family_t;
+            name.sin6_port = a.port().to_be();
+            name.sin6_flowinfo = a.flowinfo().to_be();
+            name.sin6_addr = libc::in6_addr {
+                s6_addr: a.ip().octets(),
+            };
+            name.sin6_scope_id = a.scope_id();
+            size_of::<libc::sockaddr_in6>() as libc::socklen_t
+        }
+    }
+}
+
+/// Sends each `(to, datagram)` as its own datagram, up to MAX_SEGMENTS per `sendmmsg` (the
+/// rest of `msgs` is not looked at): where UDP GSO is refused (a NIC without checksum
+/// offload, like ath79's ag71xx, makes the kernel answer EIO) a batch still costs one
+/// syscall, not one per packet. Returns how many went out; the rest found the socket buffer
+/// full (or an error) and is dropped, as on a congested link, except that an error on the
+/// first datagram is returned.
+pub fn send_many<'a>(
+    sock: &UdpSocket,
+    bufs: &mut SendMany,
+    msgs: impl IntoIterator<Item = (SocketAddr, &'a [u8])>,
+) -> io::Result<usize> {
+    let mut n = 0;
+    for (to, data) in msgs.into_iter().take(MAX_SEGMENTS) {
+        let namelen = put_sockaddr(&mut bufs.names[n], to);
+        bufs.iovs[n] = libc::iovec {
+            iov_base: data.as_ptr() as *mut libc::c_void,
+            iov_len: data.len(),
+        };
+        let h = &mut bufs.hdrs[n];
+        h.msg_hdr.msg_name = &mut bufs.names[n] as *mut libc::sockaddr_in6 as *mut libc::c_void;
+        h.msg_hdr.msg_namelen = namelen;
+        h.msg_hdr.msg_iov = &mut bufs.iovs[n];
+        h.msg_hdr.msg_iovlen = 1;
+        n += 1;
+    }
     if n == 0 {
         return Ok(0);
     }
-    let addrs: [Option<SockAddr>; MAX_SEGMENTS] =
-        std::array::from_fn(|i| msgs.get(i).filter(|_| i < n).map(|m| SockAddr::from(m.0)));
-    // SAFETY: iovec and mmsghdr are plain data; zeroed is valid before filling them.
-    let mut iov: [libc::iovec; MAX_SEGMENTS] = unsafe { zeroed() };
-    let mut hdrs: [libc::mmsghdr; MAX_SEGMENTS] = unsafe { zeroed() };
-    for i in 0..n {
-        let (Some(a), (_, d)) = (&addrs[i], &msgs[i]) else {
-            continue;
-        };
-        iov[i].iov_base = d.as_ptr() as *mut libc::c_void;
-        iov[i].iov_len = d.len();
-        let h = &mut hdrs[i].msg_hdr;
-        h.msg_name = a.as_ptr() as *mut libc::c_void;
-        h.msg_namelen = a.len();
-        h.msg_iov = &mut iov[i];
-        h.msg_iovlen = 1;
-    }
     loop {
-        // SAFETY: the first n headers point to live addresses, iovecs and datagrams.
+        // SAFETY: the first n headers point to addresses and iovecs in `bufs` and to
+        // datagrams borrowed for 'a, all alive for the call.
         let r = unsafe {
             libc::sendmmsg(
                 sock.as_raw_fd(),
-                hdrs.as_mut_ptr(),
+                bufs.hdrs.as_mut_ptr(),
                 n as libc::c_uint,
                 // The flags are an int in glibc, unsigned in musl.
                 libc::MSG_DONTWAIT as _,
@@ -346,13 +395,14 @@ mod tests {
             s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
         }
         let (ta, tb) = (a.local_addr().unwrap(), b.local_addr().unwrap());
+        let mut bufs = SendMany::default();
         let msgs: [(SocketAddr, &[u8]); 4] = [
             (ta, b"one"),
             (tb, b"two!"),
             (ta, b"three"),
             (tb, &[7; 1400]),
         ];
-        assert_eq!(send_many(&tx, &msgs).unwrap(), 4);
+        assert_eq!(send_many(&tx, &mut bufs, msgs).unwrap(), 4);
         let mut buf = [0u8; 2000];
         let mut got = |s: &UdpSocket| {
             let n = s.recv(&mut buf).unwrap();
@@ -362,6 +412,15 @@ mod tests {
         assert_eq!(got(&a), b"three");
         assert_eq!(got(&b), b"two!");
         assert_eq!(got(&b), vec![7; 1400]);
-        assert_eq!(send_many(&tx, &[]).unwrap(), 0);
+        assert_eq!(send_many(&tx, &mut bufs, []).unwrap(), 0);
+        // IPv6, where the host has it.
+        if let (Ok(c), Ok(tx6)) = (UdpSocket::bind("[::1]:0"), UdpSocket::bind("[::1]:0")) {
+            c.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+            let to = c.local_addr().unwrap();
+            assert_eq!(send_many(&tx6, &mut bufs, [(to, &b"six"[..])]).unwrap(), 1);
+            assert_eq!(got(&c), b"six");
+        } else {
+            eprintln!("SKIPPED the IPv6 part: no ::1");
+        }
     }
 }

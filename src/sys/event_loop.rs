@@ -57,6 +57,8 @@ pub struct Io {
     /// What epoll reported for this interface in the current turn.
     ready: Ready,
     stats: Stats,
+    /// `sendmmsg` arrays for batches sent without GSO (borrowed only inside one send).
+    sendmany: std::cell::RefCell<batch::SendMany>,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -160,6 +162,7 @@ impl Io {
             next_client_token: CLIENT_TOKEN,
             ready: Ready::default(),
             stats: Stats::default(),
+            sendmany: Default::default(),
         })
     }
 

@@ -301,26 +301,27 @@ impl Io {
     /// Sends `tx.out[from..to]` as single datagrams, a `sendmmsg` per run of one address
     /// family (at most MAX_SEGMENTS each).
     fn send_each(&self, tx: &TxBatch, from: usize, to: usize) {
-        let slot = |i: usize, len: usize| &tx.arena[i * tx.slot_len..i * tx.slot_len + len];
+        let (arena, slot_len, out) = (&tx.arena, tx.slot_len, &tx.out);
+        let mut sendmany = self.sendmany.borrow_mut();
         let mut j = from;
         while j < to {
-            let v4 = tx.out[j].0.is_ipv4();
-            let mut msgs: [(SocketAddr, &[u8]); batch::MAX_SEGMENTS] =
-                [(tx.out[j].0, &[]); batch::MAX_SEGMENTS];
-            let mut n = 0;
-            while j + n < to && n < batch::MAX_SEGMENTS && tx.out[j + n].0.is_ipv4() == v4 {
-                let (addr, i, len) = tx.out[j + n];
-                msgs[n] = (addr, slot(i, len));
-                n += 1;
-            }
-            if let Some(sock) = self.socket_for(tx.out[j].0) {
+            let v4 = out[j].0.is_ipv4();
+            let n = out[j..to]
+                .iter()
+                .take(batch::MAX_SEGMENTS)
+                .take_while(|o| o.0.is_ipv4() == v4)
+                .count();
+            if let Some(sock) = self.socket_for(out[j].0) {
                 stats::add(&self.stats.udp_send_calls, 1);
-                match batch::send_many(sock, &msgs[..n]) {
+                let msgs = out[j..j + n]
+                    .iter()
+                    .map(|&(addr, i, len)| (addr, &arena[i * slot_len..i * slot_len + len]));
+                match batch::send_many(sock, &mut sendmany, msgs) {
                     Ok(sent) => stats::add(&self.stats.udp_tx_datagrams, sent as u64),
                     // A full socket buffer or an unreachable network drops the batch, like a
                     // link would.
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                    Err(e) => log::verbose(format_args!("send to {} failed: {e}", msgs[0].0)),
+                    Err(e) => log::verbose(format_args!("send to {} failed: {e}", out[j].0)),
                 }
             }
             j += n;
