@@ -299,6 +299,22 @@ handshake_done_of() {
 	[[ $hs =~ ^[0-9]+$ ]] && ((hs > 0))
 }
 
+# uci_tunnel_checks NAME IF N NOTE: the guest pings host tunnel N's peer through IF until it
+# answers and the handshake shows in `wg show`, then pings over IPv4 and IPv6.
+uci_tunnel_checks() {
+	local t1
+	t1=$(now_ms)
+	if wait_until 20 ping_once "10.204.$3.1" && handshake_done_of "$2" "${T_HPUB[$3]}"; then
+		pass "$1.handshake" "$4; first reply $(($(now_ms) - t1)) ms after the first ping"
+		ping_check "$1.ping4" "10.204.$3.1"
+		ping_check "$1.ping6" "fd00:204:$3::1"
+	else
+		fail "$1.handshake" "no reply within 20 s"
+		fail "$1.ping4" "no handshake"
+		fail "$1.ping6" "no handshake"
+	fi
+}
+
 # uci_network N1 N2 DESCRIPTION WITH_ADDED: the network file as uci writes it. The interface
 # (N1's key and port; both tunnels' inner addresses) and the host's solowg as peer 'host1';
 # with WITH_ADDED=1 also peer 'host2' (N2's host peer). The private key is given, so the
@@ -396,16 +412,7 @@ uci_mode() {
 	ip link set "$ifn" up
 
 	# The first configuration's peer: the host's solowg.
-	t1=$(now_ms)
-	if wait_until 20 ping_once "10.204.$n1.1" && handshake_done_of "$ifn" "${T_HPUB[$n1]}"; then
-		pass "$name1.handshake" "guest initiated; first reply $(($(now_ms) - t1)) ms after the first ping"
-		ping_check "$name1.ping4" "10.204.$n1.1"
-		ping_check "$name1.ping6" "fd00:204:$n1::1"
-	else
-		fail "$name1.handshake" "no reply within 20 s"
-		fail "$name1.ping4" "no handshake"
-		fail "$name1.ping6" "no handshake"
-	fi
+	uci_tunnel_checks "$name1" "$ifn" "$n1" "guest initiated"
 	gpub=$(wg pubkey <<<"${T_GKEY[$n1]}")
 	st=$(ubus_ call solowg status 2>&1)
 	p1=$(json_peer "$st" "${T_HPUB[$n1]}")
@@ -447,16 +454,7 @@ uci_mode() {
 	else
 		fail "$pre.reload-adds-and-changes-peers" "host1: $p1; host2: $p2"
 	fi
-	t1=$(now_ms)
-	if wait_until 20 ping_once "10.204.$n2.1" && handshake_done_of "$ifn" "${T_HPUB[$n2]}"; then
-		pass "$name2.handshake" "guest initiated after the reload; first reply $(($(now_ms) - t1)) ms after the first ping"
-		ping_check "$name2.ping4" "10.204.$n2.1"
-		ping_check "$name2.ping6" "fd00:204:$n2::1"
-	else
-		fail "$name2.handshake" "no reply within 20 s"
-		fail "$name2.ping4" "no handshake"
-		fail "$name2.ping6" "no handshake"
-	fi
+	uci_tunnel_checks "$name2" "$ifn" "$n2" "guest initiated after the reload"
 	if ping_once "10.204.$n1.1" && [[ -n $hs1 && $(peer_field_of "$ifn" "${T_HPUB[$n1]}" 5) == "$hs1" ]]; then
 		pass "$pre.reload-keeps-unchanged-session" "host1's handshake still the one of $(($(date +%s) - hs1)) s ago"
 	else
