@@ -484,6 +484,58 @@ fn persistent_keepalive_at_interval_and_at_once_when_enabled() {
 }
 
 #[test]
+fn a_shorter_persistent_keepalive_counts_from_the_next_packet() {
+    // The device tracks its earliest deadline incrementally; a timer that a packet moves
+    // earlier (here: a shorter interval) must still wake it on time.
+    let mut net = established();
+    let set_interval = |net: &mut Net, secs: u16| {
+        let mut pc = peer_change(net.nodes[B].public);
+        pc.persistent_keepalive = Some(secs);
+        net.set(
+            A,
+            SetRequest {
+                peers: vec![pc],
+                ..SetRequest::default()
+            },
+        );
+    };
+    set_interval(&mut net, 25);
+    net.advance(secs(2));
+    // The first packet arms A's passive keepalive (10 s), so the second one arms nothing
+    // new: only the persistent keepalive moves, from 25 s after the first to 5 s after it.
+    net.send(B, &net.pkt4(B, A, b"first"));
+    net.advance(secs(4));
+    set_interval(&mut net, 5);
+    let t = net.now;
+    net.send(B, &net.pkt4(B, A, b"second"));
+    net.run();
+    let id = net.peer_id(A, B);
+    let earliest = net.nodes[A]
+        .dev
+        .peer(id)
+        .unwrap()
+        .timers
+        .earliest()
+        .unwrap();
+    assert_eq!(earliest, t + secs(5));
+    assert!(
+        net.nodes[A]
+            .dev
+            .next_deadline()
+            .is_some_and(|w| w <= earliest),
+        "the device wakes no later than its earliest timer"
+    );
+    net.advance_to(t + secs(12));
+    let keepalives: Vec<Duration> = net
+        .sent_by(A, is_keepalive)
+        .iter()
+        .filter(|s| s.at > t)
+        .map(|s| s.at - t)
+        .collect();
+    assert_eq!(keepalives, [5, 10].map(secs).to_vec());
+}
+
+#[test]
 fn enabling_persistent_keepalive_without_session_starts_a_handshake() {
     let mut net = Net::pair();
     let mut pc = peer_change(net.nodes[B].public);

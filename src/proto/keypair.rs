@@ -9,7 +9,9 @@ use crate::crypto::SecretKey;
 use crate::proto::noise::SessionKeys;
 use crate::proto::replay::ReplayWindow;
 use crate::proto::replay::REJECT_AFTER_MESSAGES;
-use crate::proto::timers::{REJECT_AFTER_TIME, REKEY_AFTER_MESSAGES, REKEY_AFTER_TIME};
+use crate::proto::timers::{
+    KEEPALIVE_TIMEOUT, REJECT_AFTER_TIME, REKEY_AFTER_MESSAGES, REKEY_AFTER_TIME, REKEY_TIMEOUT,
+};
 use std::time::Instant;
 
 pub struct Keypair {
@@ -18,7 +20,12 @@ pub struct Keypair {
     /// Next counter to use when sending.
     pub send_counter: u64,
     pub replay: ReplayWindow,
-    pub created: Instant,
+    /// Creation + REKEY_AFTER_TIME, + REJECT_AFTER_TIME and the receiving side's
+    /// last-minute point (`None`: beyond the clock's range): the per-packet checks compare
+    /// instants instead of subtracting them.
+    rekey_at: Option<Instant>,
+    reject_at: Option<Instant>,
+    last_minute_at: Option<Instant>,
     pub initiator: bool,
     pub local_index: u32,
     pub remote_index: u32,
@@ -31,26 +38,35 @@ impl Keypair {
             recv_key: keys.recv,
             send_counter: 0,
             replay: ReplayWindow::default(),
-            created: now,
+            rekey_at: now.checked_add(REKEY_AFTER_TIME),
+            reject_at: now.checked_add(REJECT_AFTER_TIME),
+            last_minute_at: now.checked_add(REJECT_AFTER_TIME - KEEPALIVE_TIMEOUT - REKEY_TIMEOUT),
             initiator: keys.initiator,
             local_index: keys.local_index,
             remote_index: keys.remote_index,
         })
     }
 
-    pub fn age_exceeds(&self, now: Instant, limit: std::time::Duration) -> bool {
-        now.saturating_duration_since(self.created) >= limit
+    /// Too old to send or receive with (REJECT_AFTER_TIME).
+    pub fn expired(&self, now: Instant) -> bool {
+        self.reject_at.is_some_and(|t| now >= t)
+    }
+
+    /// Receiving side of keep_key_fresh: old enough that the initiator renews the session
+    /// before it expires (REJECT_AFTER_TIME - KEEPALIVE_TIMEOUT - REKEY_TIMEOUT).
+    pub fn in_last_minute(&self, now: Instant) -> bool {
+        self.last_minute_at.is_some_and(|t| now >= t)
     }
 
     /// Usable for sending: not too old and nonces left.
     pub fn can_send(&self, now: Instant) -> bool {
-        !self.age_exceeds(now, REJECT_AFTER_TIME) && self.send_counter < REJECT_AFTER_MESSAGES
+        !self.expired(now) && self.send_counter < REJECT_AFTER_MESSAGES
     }
 
     /// Sending side of keep_key_fresh: time to start a new handshake.
     pub fn wants_rekey_on_send(&self, now: Instant) -> bool {
         self.send_counter > REKEY_AFTER_MESSAGES
-            || (self.initiator && self.age_exceeds(now, REKEY_AFTER_TIME))
+            || (self.initiator && self.rekey_at.is_some_and(|t| now >= t))
     }
 }
 

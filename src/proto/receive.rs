@@ -8,7 +8,6 @@ use crate::log;
 use crate::proto::device::{Device, DropReason, Pending, Verdict};
 use crate::proto::noise;
 use crate::proto::peer::short_key;
-use crate::proto::timers::{KEEPALIVE_TIMEOUT, REJECT_AFTER_TIME, REKEY_TIMEOUT};
 use crate::proto::wire::{self, Kind};
 use std::net::SocketAddr;
 use std::time::Instant;
@@ -221,7 +220,7 @@ impl Device {
         let Some(kp) = peer.keypairs.find_mut(receiver) else {
             return self.count_drop(DropReason::UnknownIndex);
         };
-        if kp.age_exceeds(now, REJECT_AFTER_TIME) {
+        if kp.expired(now) {
             return self.count_drop(DropReason::ExpiredKeypair);
         }
         if !kp.replay.would_accept(counter) {
@@ -234,13 +233,13 @@ impl Device {
         if !kp.replay.accept(counter) {
             return self.count_drop(DropReason::Replay);
         }
-        let used_initiator_keys = kp.initiator;
-        let kp_created = kp.created;
+        let last_minute = kp.initiator && kp.in_last_minute(now);
         let (dropped, confirmed) = peer.keypairs.confirm(receiver);
         peer.endpoint = Some(src);
         peer.rx_bytes += len as u64;
         peer.timers.any_authenticated_packet_received();
-        peer.timers.any_authenticated_packet_traversal(now);
+        // Only a newly armed timer can move the earliest deadline forward.
+        let mut armed = peer.timers.any_authenticated_packet_traversal(now);
         if confirmed {
             peer.last_handshake = Some(now);
             peer.sent_lastminute_handshake = false;
@@ -253,10 +252,7 @@ impl Device {
         }
         // Receiving side of keep_key_fresh: the initiator renews a session that is about to
         // expire, once, if the peer is still talking to us.
-        let lastminute = used_initiator_keys
-            && !peer.sent_lastminute_handshake
-            && now.saturating_duration_since(kp_created)
-                >= REJECT_AFTER_TIME - KEEPALIVE_TIMEOUT - REKEY_TIMEOUT;
+        let lastminute = last_minute && !peer.sent_lastminute_handshake;
         if lastminute {
             peer.sent_lastminute_handshake = true;
         }
@@ -264,7 +260,7 @@ impl Device {
         let verdict = if plain_len == 0 {
             Verdict::Done // keepalive
         } else {
-            peer.timers.data_received(now);
+            armed |= peer.timers.data_received(now);
             let packet = &buf[wire::DATA_HEADER_LEN..wire::DATA_HEADER_LEN + plain_len];
             match wire::inner_ip(packet) {
                 None => self.count_drop(DropReason::InvalidInner),
@@ -284,7 +280,9 @@ impl Device {
         if lastminute {
             self.request_handshake(id, now, false);
         }
-        self.note_deadline(id);
+        if armed || confirmed || lastminute {
+            self.note_deadline(id);
+        }
         verdict
     }
 

@@ -68,7 +68,12 @@ impl Device {
         is_data: bool,
     ) -> Verdict {
         let mtu = self.mtu;
-        let jitter = self.rng.u32();
+        // Drawn only when the timer it jitters is armed: the CSPRNG costs per packet.
+        let jitter = if is_data && self.peer(id).is_some_and(|p| p.timers.data_sent_arms()) {
+            self.rng.u32()
+        } else {
+            0
+        };
         let Some(peer) = self.peer_mut(id) else {
             return Verdict::Done;
         };
@@ -92,12 +97,13 @@ impl Device {
         let rekey = kp.wants_rekey_on_send(now);
 
         peer.tx_bytes += total as u64;
-        if is_data {
-            peer.timers.data_sent(now, jitter);
-        }
+        // Only a newly armed timer can move the earliest deadline forward.
+        let mut armed = is_data && peer.timers.data_sent(now, jitter);
         peer.timers.any_authenticated_packet_sent();
-        peer.timers.any_authenticated_packet_traversal(now);
-        self.note_deadline(id);
+        armed |= peer.timers.any_authenticated_packet_traversal(now);
+        if armed {
+            self.note_deadline(id);
+        }
         if rekey {
             self.request_handshake(id, now, false);
         }

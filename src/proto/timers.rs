@@ -56,20 +56,29 @@ fn jittered(base: Duration, jitter_ms: u32) -> Duration {
 }
 
 impl Timers {
-    /// After a data packet (not a keepalive) was sent.
-    pub fn data_sent(&mut self, now: Instant, jitter_ms: u32) {
-        if self.new_handshake.is_none() {
-            self.new_handshake = Some(now + jittered(KEEPALIVE_TIMEOUT + REKEY_TIMEOUT, jitter_ms));
-        }
+    /// Whether `data_sent` would arm the new-handshake timer (and so use its jitter).
+    pub fn data_sent_arms(&self) -> bool {
+        self.new_handshake.is_none()
     }
 
-    /// After a data packet (not a keepalive) was received.
-    pub fn data_received(&mut self, now: Instant) {
-        if self.send_keepalive.is_none() {
+    /// After a data packet (not a keepalive) was sent. True if a timer was armed.
+    pub fn data_sent(&mut self, now: Instant, jitter_ms: u32) -> bool {
+        let arm = self.data_sent_arms();
+        if arm {
+            self.new_handshake = Some(now + jittered(KEEPALIVE_TIMEOUT + REKEY_TIMEOUT, jitter_ms));
+        }
+        arm
+    }
+
+    /// After a data packet (not a keepalive) was received. True if a timer was armed.
+    pub fn data_received(&mut self, now: Instant) -> bool {
+        let arm = self.send_keepalive.is_none();
+        if arm {
             self.send_keepalive = Some(now + KEEPALIVE_TIMEOUT);
         } else {
             self.need_another_keepalive = true;
         }
+        arm
     }
 
     /// After any authenticated packet was sent: it serves as the keepalive.
@@ -82,12 +91,18 @@ impl Timers {
         self.new_handshake = None;
     }
 
-    /// After any authenticated packet in either direction.
-    pub fn any_authenticated_packet_traversal(&mut self, now: Instant) {
-        if self.keepalive_interval > 0 {
-            self.persistent_keepalive =
-                Some(now + Duration::from_secs(u64::from(self.keepalive_interval)));
+    /// After any authenticated packet in either direction. True if the timer was armed
+    /// from stopped or moved earlier (a shorter interval): otherwise it only moved later,
+    /// which a caller tracking the earliest deadline may ignore (it wakes early once and
+    /// looks again).
+    pub fn any_authenticated_packet_traversal(&mut self, now: Instant) -> bool {
+        if self.keepalive_interval == 0 {
+            return false;
         }
+        let at = now + Duration::from_secs(u64::from(self.keepalive_interval));
+        let earlier = self.persistent_keepalive.is_none_or(|t| at < t);
+        self.persistent_keepalive = Some(at);
+        earlier
     }
 
     /// After an initiation was sent.
@@ -156,9 +171,11 @@ mod tests {
     fn hooks_arm_and_disarm() {
         let t0 = Instant::now();
         let mut t = Timers::default();
-        t.data_sent(t0, 0);
+        assert!(t.data_sent_arms());
+        assert!(t.data_sent(t0, 0));
         assert_eq!(t.new_handshake, Some(t0 + Duration::from_secs(15)));
-        t.data_sent(t0 + Duration::from_secs(3), 0);
+        assert!(!t.data_sent_arms());
+        assert!(!t.data_sent(t0 + Duration::from_secs(3), 0));
         assert_eq!(
             t.new_handshake,
             Some(t0 + Duration::from_secs(15)),
@@ -166,8 +183,8 @@ mod tests {
         );
         t.any_authenticated_packet_received();
         assert_eq!(t.new_handshake, None);
-        t.data_received(t0);
-        t.data_received(t0);
+        assert!(t.data_received(t0));
+        assert!(!t.data_received(t0));
         assert!(t.need_another_keepalive);
         assert_eq!(t.send_keepalive, Some(t0 + KEEPALIVE_TIMEOUT));
         t.any_authenticated_packet_sent();
@@ -175,8 +192,19 @@ mod tests {
         t.any_authenticated_packet_traversal(t0);
         assert_eq!(t.persistent_keepalive, None, "off by default");
         t.keepalive_interval = 25;
-        t.any_authenticated_packet_traversal(t0);
+        assert!(t.any_authenticated_packet_traversal(t0), "armed");
         assert_eq!(t.persistent_keepalive, Some(t0 + Duration::from_secs(25)));
+        assert!(
+            !t.any_authenticated_packet_traversal(t0 + Duration::from_secs(1)),
+            "only later"
+        );
+        t.keepalive_interval = 5;
+        assert!(
+            t.any_authenticated_packet_traversal(t0 + Duration::from_secs(2)),
+            "a shorter interval moves it earlier"
+        );
+        t.keepalive_interval = 25;
+        t.any_authenticated_packet_traversal(t0);
         t.handshake_initiated(t0, 1000);
         assert_eq!(
             t.retransmit_handshake,
