@@ -13,6 +13,9 @@ pub const NONCE_LEN: usize = 12;
 pub const TAG_LEN: usize = 16;
 
 /// Sets up the cipher and the MAC keyed with block 0, wiping the one-time key copy.
+/// Inlined, as is `compute_tag`: returned and passed by value, the two states were copied
+/// with `memcpy` for every packet.
+#[inline(always)]
 fn init(key: &[u8; KEY_LEN], nonce: &[u8; NONCE_LEN]) -> (ChaCha20, Poly1305) {
     let cipher = ChaCha20::new(key, nonce);
     let mut block0 = cipher.block(0);
@@ -22,6 +25,7 @@ fn init(key: &[u8; KEY_LEN], nonce: &[u8; NONCE_LEN]) -> (ChaCha20, Poly1305) {
 }
 
 /// The MAC over `aad` and the ciphertext `ct`, including the lengths block.
+#[inline(always)]
 fn compute_tag(mut mac: Poly1305, aad: &[u8], ct: &[u8]) -> [u8; TAG_LEN] {
     mac.update_padded(aad);
     mac.update_padded(ct);
