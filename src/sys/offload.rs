@@ -263,10 +263,15 @@ fn pseudo_sum(ip: &[u8], v6: bool, l4_len: usize) -> u64 {
 }
 
 /// Cuts a TCP super-packet (TSO, `gso_type` TCPV4 or TCPV6) into segments of `gso_size`
-/// payload bytes each, written one at a time into caller buffers, with every header and
-/// checksum complete. Holds nothing but offsets into the super-packet.
+/// payload bytes each, with every header and checksum complete: either copied one at a
+/// time into caller buffers (`next_into`), or completed where the caller already placed
+/// each segment's payload (`next_in_place`, for a super-packet read scattered straight
+/// into its segments' buffers). Holds nothing but offsets into the super-packet.
 pub struct TcpSegments<'a> {
+    /// The whole super-packet, or (`headers`) only its headers.
     pkt: &'a [u8],
+    /// Length of the whole super-packet.
+    total: usize,
     v6: bool,
     /// Offset of the TCP header.
     l4: usize,
@@ -281,6 +286,12 @@ pub struct TcpSegments<'a> {
 impl<'a> TcpSegments<'a> {
     /// `None` if the header or the packet is not a TCP super-packet we can cut.
     pub fn new(h: &VnetHdr, pkt: &'a [u8]) -> Option<TcpSegments<'a>> {
+        Self::headers(h, pkt, pkt.len())
+    }
+
+    /// For a super-packet of `total` bytes whose headers `head` starts with (it may hold
+    /// more); only `next_in_place` may be used. `None` as for `new`.
+    pub fn headers(h: &VnetHdr, head: &'a [u8], total: usize) -> Option<TcpSegments<'a>> {
         let v6 = match h.gso_type & !GSO_ECN {
             GSO_TCPV4 => false,
             GSO_TCPV6 => true,
@@ -288,6 +299,7 @@ impl<'a> TcpSegments<'a> {
         };
         let mss = h.gso_size as usize;
         let ip_min = if v6 { 40 } else { 20 };
+        let pkt = head.get(..total.min(head.len()))?;
         if mss == 0 || pkt.len() < ip_min {
             return None;
         }
@@ -316,9 +328,10 @@ impl<'a> TcpSegments<'a> {
         if doff < 20 || hdr_len > pkt.len() {
             return None;
         }
-        let payload = pkt.len() - hdr_len;
+        let payload = total - hdr_len;
         Some(TcpSegments {
             pkt,
+            total,
             v6,
             l4,
             hdr_len,
@@ -333,28 +346,69 @@ impl<'a> TcpSegments<'a> {
         self.count - self.index
     }
 
-    /// Size of the largest segment (the first).
-    pub fn max_segment_len(&self) -> usize {
-        self.hdr_len + self.mss.min(self.pkt.len() - self.hdr_len)
+    /// IP + TCP headers, the same on every segment.
+    pub fn header_len(&self) -> usize {
+        self.hdr_len
     }
 
-    /// Writes the next segment to the start of `out` (at least `max_segment_len` bytes) and
-    /// returns its length; `None` when all are written.
-    pub fn next_into(&mut self, out: &mut [u8]) -> Option<usize> {
+    /// Payload bytes of every segment but the last.
+    pub fn mss(&self) -> usize {
+        self.mss
+    }
+
+    /// Size of the largest segment (the first).
+    pub fn max_segment_len(&self) -> usize {
+        self.hdr_len + self.mss.min(self.total - self.hdr_len)
+    }
+
+    /// The next segment's number, payload range in the super-packet and length; `None`
+    /// when all are written.
+    fn peek(&self) -> Option<(usize, usize, usize, usize)> {
         if self.index == self.count {
             return None;
         }
-        let (k, h, l4) = (self.index, self.hdr_len, self.l4);
+        let k = self.index;
+        let start = self.hdr_len + k * self.mss;
+        let end = (start + self.mss).min(self.total);
+        Some((k, start, end, self.hdr_len + (end - start)))
+    }
+
+    /// Writes the next segment to the start of `out` (at least `max_segment_len` bytes) and
+    /// returns its length; `None` when all are written, or when made by `headers`.
+    pub fn next_into(&mut self, out: &mut [u8]) -> Option<usize> {
+        if self.pkt.len() != self.total {
+            return None;
+        }
+        let (k, start, end, len) = self.peek()?;
         self.index += 1;
-        let start = h + k * self.mss;
-        let end = (start + self.mss).min(self.pkt.len());
-        let len = h + (end - start);
+        let h = self.hdr_len;
         let out = &mut out[..len];
         out[..h].copy_from_slice(&self.pkt[..h]);
         // The payload's part of the TCP checksum, summed as it is copied (the TCP header's
         // length is a multiple of 4, so the payload starts at an even offset of the sum).
         let payload = copy_and_sum(&mut out[h..], &self.pkt[start..end], 0);
+        self.finish(out, k, payload);
+        Some(len)
+    }
 
+    /// Completes the next segment in `out`, whose payload the caller already placed at
+    /// `out[header_len..]`: writes its headers and checksums and returns its length;
+    /// `None` when all are written or `out` is too short for the segment.
+    pub fn next_in_place(&mut self, out: &mut [u8]) -> Option<usize> {
+        let (k, _, _, len) = self.peek()?;
+        let out = out.get_mut(..len)?;
+        self.index += 1;
+        let h = self.hdr_len;
+        out[..h].copy_from_slice(&self.pkt[..h]);
+        let payload = sum(0, &out[h..]);
+        self.finish(out, k, payload);
+        Some(len)
+    }
+
+    /// Fixes segment `k`'s headers (copied from the super-packet's) in `out`, its whole
+    /// length, given the sum of its payload.
+    fn finish(&self, out: &mut [u8], k: usize, payload: u64) {
+        let (h, l4, len) = (self.hdr_len, self.l4, out.len());
         if self.v6 {
             out[4..6].copy_from_slice(&((len - 40) as u16).to_be_bytes());
         } else {
@@ -371,7 +425,7 @@ impl<'a> TcpSegments<'a> {
         if k != 0 {
             out[l4 + 13] &= !TCP_CWR;
         }
-        if self.index != self.count {
+        if k + 1 != self.count {
             out[l4 + 13] &= !(TCP_FIN | TCP_PSH);
         }
         out[l4 + 16..l4 + 18].fill(0);
@@ -380,7 +434,6 @@ impl<'a> TcpSegments<'a> {
             payload,
         ));
         out[l4 + 16..l4 + 18].copy_from_slice(&c.to_be_bytes());
-        Some(len)
     }
 }
 
@@ -795,6 +848,34 @@ mod tests {
         check_segments(true, 2000);
         check_segments(true, 999);
         check_segments(true, 64000);
+    }
+
+    /// `next_in_place` over payloads placed where a scattered read leaves them makes the same
+    /// segments as `next_into`, and `headers` needs only the headers.
+    #[test]
+    fn segments_in_place_match_copied_ones() {
+        for (v6, payload) in [(false, 4500), (false, 64000), (false, 1), (true, 2000)] {
+            let (h, p) = super_packet(v6, payload, TCP_FIN | TCP_PSH | TCP_CWR | TCP_ACK);
+            let hl = (if v6 { 40 } else { 20 }) + 32;
+            let mut copied = TcpSegments::new(&h, &p).unwrap();
+            let head = &p[..hl];
+            let mut placed = TcpSegments::headers(&h, head, p.len()).unwrap();
+            assert_eq!(placed.remaining(), copied.remaining());
+            assert_eq!((placed.header_len(), placed.mss()), (hl, 1000));
+            assert_eq!(placed.next_into(&mut [0; 2000]), None, "no payload to copy");
+            let (mut a, mut b) = (vec![0u8; 2000], vec![0u8; 2000]);
+            let mut k = 0;
+            while let Some(len) = copied.next_into(&mut a) {
+                let end = (hl + (k + 1) * 1000).min(p.len());
+                let part = &p[hl + k * 1000..end];
+                b[hl..hl + part.len()].copy_from_slice(part);
+                assert_eq!(placed.next_in_place(&mut b[..len - 1]), None, "too short");
+                assert_eq!(placed.next_in_place(&mut b), Some(len), "segment {k}");
+                assert_eq!(a[..len], b[..len], "segment {k}");
+                k += 1;
+            }
+            assert_eq!(placed.next_in_place(&mut b), None);
+        }
     }
 
     #[test]

@@ -19,6 +19,9 @@ pub struct Stats {
     /// TSO super-packet counts once).
     pub tun_reads: Cell<u64>,
     pub tun_rx_packets: Cell<u64>,
+    /// Segments cut from TSO super-packets, and those of them read in place (not copied).
+    pub tun_segments: Cell<u64>,
+    pub tun_segments_in_place: Cell<u64>,
     /// TUN writes and the packets they carried (a coalesced write counts each segment).
     pub tun_writes: Cell<u64>,
     pub tun_tx_packets: Cell<u64>,
@@ -35,13 +38,16 @@ impl fmt::Display for Stats {
         write!(
             f,
             "udp_recv_calls={} udp_rx_datagrams={} udp_send_calls={} udp_tx_datagrams={} \
-             tun_reads={} tun_rx_packets={} tun_writes={} tun_tx_packets={}",
+             tun_reads={} tun_rx_packets={} tun_segments={} tun_segments_in_place={} \
+             tun_writes={} tun_tx_packets={}",
             self.udp_recv_calls.get(),
             self.udp_rx_datagrams.get(),
             self.udp_send_calls.get(),
             self.udp_tx_datagrams.get(),
             self.tun_reads.get(),
             self.tun_rx_packets.get(),
+            self.tun_segments.get(),
+            self.tun_segments_in_place.get(),
             self.tun_writes.get(),
             self.tun_tx_packets.get(),
         )

@@ -16,7 +16,17 @@ pub(super) struct TxBatch {
     /// A read fills the current slot first and spills the rest here, after room for what
     /// the slot took, so an ordinary packet lands in its slot with no copy at all.
     pub(super) spill: Vec<u8>,
+    /// (headers, segment payload) of the last read when it was a TCP super-packet: the
+    /// next read is scattered for one like it, each segment's payload straight into its
+    /// own slot, so it needs no copy (a flow's super-packets share their layout).
+    pub(super) layout: Option<(usize, usize)>,
+    /// The headers of a super-packet read in place, which every segment starts from.
+    pub(super) template: [u8; TEMPLATE_MAX],
 }
+
+/// Longest headers a super-packet read in place may have (IPv4 and TCP with all their
+/// options take 120 bytes; IPv6 extension headers may take more, then it is copied).
+const TEMPLATE_MAX: usize = 128;
 
 /// Largest packet a TUN read returns with TSO on (IP's 16-bit length).
 const TUN_MAX_PACKET: usize = 65535;
@@ -37,6 +47,8 @@ impl TxBatch {
             } else {
                 Vec::new()
             },
+            layout: None,
+            template: [0; TEMPLATE_MAX],
         }
     }
 
@@ -66,6 +78,89 @@ fn read_tun_split(tun: &Tun, head: &mut [u8], spill: &mut [u8]) -> io::Result<us
         Err(io::Error::last_os_error())
     } else {
         Ok(r as usize)
+    }
+}
+
+/// One TUN read scattered for a super-packet of `hdr`-byte headers and `mss`-byte
+/// segments: the virtio-net header, the headers and the first segment's payload into slot
+/// `first` (where a plain packet lands too), each later segment's payload into the next
+/// slot after room for its headers, and what does not fit into `spill` from `at` on.
+/// Returns the bytes read.
+#[allow(unsafe_code)] // readv has no safe std API for a raw fd
+fn read_tun_scatter(
+    tun: &Tun,
+    tx: &mut TxBatch,
+    first: usize,
+    (hdr, mss): (usize, usize),
+    at: usize,
+) -> io::Result<usize> {
+    use std::os::fd::AsRawFd;
+    let (slot_len, vh) = (tx.slot_len, offload::VNET_HDR_LEN);
+    // SAFETY: iovec is plain data; zeroed is valid.
+    let mut iov: [libc::iovec; BATCH + 1] = unsafe { std::mem::zeroed() };
+    let base = tx.arena.as_mut_ptr();
+    let mut n = 0;
+    for s in first..first + scatter_slots(first, (hdr, mss)) {
+        let (off, len) = if s == first {
+            (s * slot_len + HEADROOM - vh, vh + hdr + mss)
+        } else {
+            (s * slot_len + HEADROOM + hdr, mss)
+        };
+        assert!(off + len <= (s + 1) * slot_len, "a segment fits its slot");
+        iov[n] = libc::iovec {
+            // SAFETY: off + len lies inside the arena (asserted against its slot).
+            iov_base: unsafe { base.add(off) } as *mut libc::c_void,
+            iov_len: len,
+        };
+        n += 1;
+    }
+    let spill = &mut tx.spill[at..];
+    iov[n] = libc::iovec {
+        iov_base: spill.as_mut_ptr() as *mut libc::c_void,
+        iov_len: spill.len(),
+    };
+    // SAFETY: every iovec points into the arena or the spill buffer, both exclusively
+    // borrowed through `tx` for the call, and no two overlap.
+    let r = unsafe { libc::readv(tun.file().as_raw_fd(), iov.as_ptr(), n as libc::c_int + 1) };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r as usize)
+    }
+}
+
+/// Segments the largest super-packet of a layout has.
+fn most_segments((hdr, mss): (usize, usize)) -> usize {
+    (TUN_MAX_PACKET - hdr).div_ceil(mss)
+}
+
+/// Slots a scattered read from slot `first` uses: enough for the largest super-packet
+/// where the batch has room.
+fn scatter_slots(first: usize, layout: (usize, usize)) -> usize {
+    (BATCH - first).min(most_segments(layout))
+}
+
+/// Bytes of a packet that a scattered read from slot `first` puts into slots; the rest
+/// goes to `spill` at this offset.
+fn scatter_room(first: usize, layout: (usize, usize)) -> usize {
+    layout.0 + layout.1 * scatter_slots(first, layout)
+}
+
+/// Copies the first `len` bytes of a packet read by `read_tun_scatter` from the slots to
+/// the start of `spill`, so that (with what went to `spill` itself) it is contiguous.
+fn gather(tx: &mut TxBatch, first: usize, (hdr, mss): (usize, usize), len: usize) {
+    let slot_len = tx.slot_len;
+    let head = len.min(hdr + mss);
+    let at = first * slot_len + HEADROOM;
+    tx.spill[..head].copy_from_slice(&tx.arena[at..at + head]);
+    let mut done = head;
+    let mut s = first + 1;
+    while done < len && s < BATCH {
+        let take = (len - done).min(mss);
+        let at = s * slot_len + HEADROOM + hdr;
+        tx.spill[done..done + take].copy_from_slice(&tx.arena[at..at + take]);
+        done += take;
+        s += 1;
     }
 }
 
@@ -119,9 +214,11 @@ impl Io {
 
     /// `drain_tun` with TUN offload: every read is a virtio-net header and a packet. A plain
     /// packet is encrypted where it was read (its checksum completed first if the kernel
-    /// left it partial); a TCP super-packet is cut into MTU-sized segments, each written
-    /// into the next slot (the one copy it costs) and encrypted there. A batch whose slots
-    /// run out is sent and the slots reused. True if more may be waiting.
+    /// left it partial). A TCP super-packet is cut into MTU-sized segments, each in its own
+    /// slot where it is encrypted: read in place when it has the layout of the one before
+    /// (`read_tun_scatter`; its headers are then written into every slot and the payloads
+    /// only summed), else copied out of `spill`. A batch whose slots run out is sent and
+    /// the slots reused. True if more may be waiting.
     pub(super) fn drain_tun_offload(
         &mut self,
         dev: &mut Device,
@@ -138,18 +235,34 @@ impl Io {
             if produced >= TX_SEGMENT_BUDGET {
                 break;
             }
-            if i == BATCH {
+            // Scattered reads need slots for the largest super-packet of the layout.
+            let layout = tx.layout.filter(|&l| most_segments(l) <= BATCH);
+            let full = match layout {
+                Some(l) => i > 0 && scatter_slots(i, l) < most_segments(l),
+                None => i == BATCH,
+            };
+            if full {
                 self.send_batch(tx);
                 tx.out.clear();
                 i = 0;
             }
             let base = i * slot_len;
-            let (head, spill) = (
-                &mut tx.arena[base + HEADROOM - vh..base + HEADROOM + cap],
-                &mut tx.spill[cap..],
-            );
             stats::add(&self.stats.tun_reads, 1);
-            let n = match read_tun_split(&self.tun, head, spill) {
+            // Where the bytes past the slots went (`spill` from this offset on).
+            let (read, spilled_at) = match layout {
+                Some(l) => {
+                    let at = scatter_room(i, l);
+                    (read_tun_scatter(&self.tun, tx, i, l, at), at)
+                }
+                None => {
+                    let (head, spill) = (
+                        &mut tx.arena[base + HEADROOM - vh..base + HEADROOM + cap],
+                        &mut tx.spill[cap..],
+                    );
+                    (read_tun_split(&self.tun, head, spill), cap)
+                }
+            };
+            let n = match read {
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     more = false;
@@ -163,9 +276,22 @@ impl Io {
                 continue;
             };
             let len = n.saturating_sub(vh);
+            // Bytes of the packet that the slot itself holds.
+            let in_slot = match layout {
+                Some((h, m)) => len.min(h + m),
+                None => len.min(cap),
+            };
             if !hdr.is_gso() {
+                tx.layout = None;
                 if len > cap {
                     continue; // larger than the MTU without GSO: nothing sane to send
+                }
+                if len > in_slot {
+                    // A plain packet longer than the expected first segment.
+                    let l = layout.expect("only a scattered read splits a plain packet");
+                    gather(tx, i, l, len);
+                    tx.arena[base + HEADROOM..base + HEADROOM + len]
+                        .copy_from_slice(&tx.spill[..len]);
                 }
                 let slot = &mut tx.arena[base..base + slot_len];
                 if hdr.flags & offload::F_NEEDS_CSUM != 0
@@ -184,10 +310,39 @@ impl Io {
                 produced += 1;
                 continue;
             }
-            // A super-packet: make it contiguous in `spill` (the slot held its start).
-            let head_len = len.min(cap);
-            tx.spill[..head_len]
-                .copy_from_slice(&tx.arena[base + HEADROOM..base + HEADROOM + head_len]);
+            let head = &tx.arena[base + HEADROOM..base + HEADROOM + in_slot];
+            let parsed = offload::TcpSegments::headers(&hdr, head, len)
+                .filter(|s| s.max_segment_len() <= cap)
+                .map(|s| (s.header_len(), s.mss()));
+            tx.layout = parsed.filter(|&(h, m)| h <= TEMPLATE_MAX && h + m <= cap);
+            if let Some(l) = layout.filter(|&l| parsed == Some(l) && len <= spilled_at) {
+                // Read in place: every segment's payload is in its slot already.
+                let h = l.0;
+                tx.template[..h].copy_from_slice(&tx.arena[base + HEADROOM..base + HEADROOM + h]);
+                let Some(mut segs) = offload::TcpSegments::headers(&hdr, &tx.template[..h], len)
+                else {
+                    continue;
+                };
+                while let Some(seg_len) =
+                    segs.next_in_place(&mut tx.arena[i * slot_len + HEADROOM..(i + 1) * slot_len])
+                {
+                    let slot = &mut tx.arena[i * slot_len..(i + 1) * slot_len];
+                    if let Verdict::SendUdp { to, len } = dev.encapsulate(now, slot, seg_len) {
+                        tx.out.push((endpoint::canonical(to), i, len));
+                    }
+                    i += 1;
+                    produced += 1;
+                    stats::add(&self.stats.tun_segments, 1);
+                    stats::add(&self.stats.tun_segments_in_place, 1);
+                }
+                continue;
+            }
+            // Else make it contiguous in `spill` (the slots held its start).
+            match layout {
+                Some(l) => gather(tx, i, l, len.min(spilled_at)),
+                None => tx.spill[..in_slot]
+                    .copy_from_slice(&tx.arena[base + HEADROOM..base + HEADROOM + in_slot]),
+            }
             let Some(mut segs) = offload::TcpSegments::new(&hdr, &tx.spill[..len]) else {
                 log::verbose(format_args!(
                     "TUN: dropped a GSO packet we cannot cut (type {})",
@@ -223,6 +378,7 @@ impl Io {
                 }
                 i += 1;
                 produced += 1;
+                stats::add(&self.stats.tun_segments, 1);
             }
         }
         self.send_batch(tx);
