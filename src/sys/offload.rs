@@ -281,6 +281,20 @@ pub struct TcpSegments<'a> {
     /// Next segment number.
     index: usize,
     count: usize,
+    /// The checksums' parts that every segment shares, summed once: the IPv4 header but
+    /// its length, id and checksum; the pseudo-header's addresses and protocol and the TCP
+    /// header but its sequence number, offset and flags, and checksum.
+    ip_sum: u64,
+    tcp_sum: u64,
+}
+
+/// A big-endian 16- or 32-bit field's part of a `sum` (any 16-bit lane folds alike).
+fn field16(v: u16) -> u64 {
+    u64::from(u16::from_ne_bytes(v.to_be_bytes()))
+}
+
+fn field32(v: u32) -> u64 {
+    u64::from(u32::from_ne_bytes(v.to_be_bytes()))
 }
 
 impl<'a> TcpSegments<'a> {
@@ -329,6 +343,17 @@ impl<'a> TcpSegments<'a> {
             return None;
         }
         let payload = total - hdr_len;
+        let ip_sum = if v6 {
+            0
+        } else {
+            sum(sum(sum(0, &pkt[..2]), &pkt[6..10]), &pkt[12..l4])
+        };
+        let addrs = if v6 { &pkt[8..40] } else { &pkt[12..20] };
+        let t = &pkt[l4..hdr_len];
+        let tcp_sum = [&t[..4], &t[8..12], &t[14..16], &t[18..]].iter().fold(
+            add(sum(0, addrs), field16(u16::from(PROTO_TCP))),
+            |a, part| sum(a, part),
+        );
         Some(TcpSegments {
             pkt,
             total,
@@ -338,6 +363,8 @@ impl<'a> TcpSegments<'a> {
             mss,
             index: 0,
             count: payload.div_ceil(mss).max(1),
+            ip_sum,
+            tcp_sum,
         })
     }
 
@@ -406,17 +433,17 @@ impl<'a> TcpSegments<'a> {
     }
 
     /// Fixes segment `k`'s headers (copied from the super-packet's) in `out`, its whole
-    /// length, given the sum of its payload.
+    /// length, given the sum of its payload; the checksums add only what differs per
+    /// segment to the shared parts.
     fn finish(&self, out: &mut [u8], k: usize, payload: u64) {
-        let (h, l4, len) = (self.hdr_len, self.l4, out.len());
+        let (l4, len) = (self.l4, out.len());
         if self.v6 {
             out[4..6].copy_from_slice(&((len - 40) as u16).to_be_bytes());
         } else {
-            out[2..4].copy_from_slice(&(len as u16).to_be_bytes());
             let id = u16::from_be_bytes([out[4], out[5]]).wrapping_add(k as u16);
+            out[2..4].copy_from_slice(&(len as u16).to_be_bytes());
             out[4..6].copy_from_slice(&id.to_be_bytes());
-            out[10..12].fill(0);
-            let c = !fold(sum(0, &out[..l4]));
+            let c = !fold(add(self.ip_sum, field16(len as u16) + field16(id)));
             out[10..12].copy_from_slice(&c.to_be_bytes());
         }
         let seq = u32::from_be_bytes([out[l4 + 4], out[l4 + 5], out[l4 + 6], out[l4 + 7]])
@@ -428,11 +455,10 @@ impl<'a> TcpSegments<'a> {
         if k + 1 != self.count {
             out[l4 + 13] &= !(TCP_FIN | TCP_PSH);
         }
-        out[l4 + 16..l4 + 18].fill(0);
-        let c = finish(add(
-            sum(pseudo_sum(out, self.v6, len - l4), &out[l4..h]),
-            payload,
-        ));
+        let varying = field32((len - l4) as u32)
+            + field32(seq)
+            + field16(u16::from_be_bytes([out[l4 + 12], out[l4 + 13]]));
+        let c = finish(add(add(self.tcp_sum, varying), payload));
         out[l4 + 16..l4 + 18].copy_from_slice(&c.to_be_bytes());
     }
 }

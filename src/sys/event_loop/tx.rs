@@ -20,6 +20,9 @@ pub(super) struct TxBatch {
     /// next read is scattered for one like it, each segment's payload straight into its
     /// own slot, so it needs no copy (a flow's super-packets share their layout).
     pub(super) layout: Option<(usize, usize)>,
+    /// Segments of the last super-packet: a batch with fewer free slots is sent before
+    /// the next read, so that one like it is read in place, not copied.
+    pub(super) last_segments: usize,
     /// The headers of a super-packet read in place, which every segment starts from.
     pub(super) template: [u8; TEMPLATE_MAX],
 }
@@ -48,6 +51,7 @@ impl TxBatch {
                 Vec::new()
             },
             layout: None,
+            last_segments: 0,
             template: [0; TEMPLATE_MAX],
         }
     }
@@ -235,12 +239,9 @@ impl Io {
             if produced >= TX_SEGMENT_BUDGET {
                 break;
             }
-            // Scattered reads need slots for the largest super-packet of the layout.
             let layout = tx.layout.filter(|&l| most_segments(l) <= BATCH);
-            let full = match layout {
-                Some(l) => i > 0 && scatter_slots(i, l) < most_segments(l),
-                None => i == BATCH,
-            };
+            let full = i == BATCH
+                || layout.is_some_and(|l| i > 0 && scatter_slots(i, l) < tx.last_segments);
             if full {
                 self.send_batch(tx);
                 tx.out.clear();
@@ -286,9 +287,8 @@ impl Io {
                 if len > cap {
                     continue; // larger than the MTU without GSO: nothing sane to send
                 }
-                if len > in_slot {
+                if let Some(l) = layout.filter(|_| len > in_slot) {
                     // A plain packet longer than the expected first segment.
-                    let l = layout.expect("only a scattered read splits a plain packet");
                     gather(tx, i, l, len);
                     tx.arena[base + HEADROOM..base + HEADROOM + len]
                         .copy_from_slice(&tx.spill[..len]);
@@ -315,6 +315,7 @@ impl Io {
                 .filter(|s| s.max_segment_len() <= cap)
                 .map(|s| (s.header_len(), s.mss()));
             tx.layout = parsed.filter(|&(h, m)| h <= TEMPLATE_MAX && h + m <= cap);
+            tx.last_segments = parsed.map_or(0, |(h, m)| len.saturating_sub(h).div_ceil(m).max(1));
             if let Some(l) = layout.filter(|&l| parsed == Some(l) && len <= spilled_at) {
                 // Read in place: every segment's payload is in its slot already.
                 let h = l.0;
@@ -323,10 +324,11 @@ impl Io {
                 else {
                     continue;
                 };
-                while let Some(seg_len) =
-                    segs.next_in_place(&mut tx.arena[i * slot_len + HEADROOM..(i + 1) * slot_len])
-                {
-                    let slot = &mut tx.arena[i * slot_len..(i + 1) * slot_len];
+                // The read gave every segment a slot (`len <= spilled_at`).
+                while let Some(slot) = tx.arena.get_mut(i * slot_len..(i + 1) * slot_len) {
+                    let Some(seg_len) = segs.next_in_place(&mut slot[HEADROOM..]) else {
+                        break;
+                    };
                     if let Verdict::SendUdp { to, len } = dev.encapsulate(now, slot, seg_len) {
                         tx.out.push((endpoint::canonical(to), i, len));
                     }

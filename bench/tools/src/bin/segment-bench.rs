@@ -5,6 +5,8 @@
 //! Usage: `segment-bench <mode> <N>` with mode one of
 //!   segment   one 64,000-byte IPv4 TCP super-packet (52-byte headers, 1368-byte segments)
 //!             cut into 47 segments, each written into its own slot, N times
+//!   in-place  the same segments completed where a scattered TUN read leaves them (each
+//!             payload already in its slot): headers written, payloads only summed
 //!   sum       the ones' complement sum of that packet's payload, N times
 //! Each mode does the same setup for every N (N = 0 does setup only) and prints a checksum,
 //! so the work cannot be optimised away.
@@ -63,6 +65,38 @@ fn segment(n: u64) -> u64 {
     acc ^ sum(0, &slots)
 }
 
+fn in_place(n: u64) -> u64 {
+    let pkt = super_packet();
+    let hdr = VnetHdr {
+        flags: 0,
+        gso_type: GSO_TCPV4,
+        hdr_len: HDR as u16,
+        gso_size: std::hint::black_box(MSS as u16),
+        csum_start: 20,
+        csum_offset: 16,
+    };
+    let mut slots = vec![0u8; SLOT * PAYLOAD.div_ceil(MSS)];
+    // Where the read would have put each payload.
+    for (k, slot) in slots.chunks_exact_mut(SLOT).enumerate() {
+        let part = &pkt[HDR + k * MSS..(HDR + (k + 1) * MSS).min(pkt.len())];
+        slot[SLOT_HEAD + HDR..SLOT_HEAD + HDR + part.len()].copy_from_slice(part);
+    }
+    let mut acc = 0u64;
+    for _ in 0..n {
+        let Some(mut segs) = TcpSegments::headers(&hdr, &pkt[..HDR], pkt.len()) else {
+            eprintln!("not a super-packet");
+            exit(1);
+        };
+        for slot in slots.chunks_exact_mut(SLOT) {
+            let Some(len) = segs.next_in_place(&mut slot[SLOT_HEAD..]) else {
+                break;
+            };
+            acc = acc.rotate_left(5) ^ u64::from(slot[SLOT_HEAD + 36]) ^ len as u64;
+        }
+    }
+    acc ^ sum(0, &slots)
+}
+
 fn sum_only(n: u64) -> u64 {
     let pkt = super_packet();
     let mut acc = 0u64;
@@ -76,11 +110,12 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let n = args.get(2).and_then(|s| s.parse::<u64>().ok());
     let (Some(mode), Some(n)) = (args.get(1), n) else {
-        eprintln!("usage: segment-bench segment|sum <N>");
+        eprintln!("usage: segment-bench segment|in-place|sum <N>");
         exit(2);
     };
     let sum = match mode.as_str() {
         "segment" => segment(n),
+        "in-place" => in_place(n),
         "sum" => sum_only(n),
         _ => {
             eprintln!("unknown mode {mode}");
