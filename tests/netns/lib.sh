@@ -429,9 +429,10 @@ nt_peer_field() {
 	nt_wg "$1" show "$2" dump | awk -F'\t' -v n="$3" 'NR == 2 { print $n }'
 }
 
-# nt_wg_stats_ok NS IFNAME: recent handshake and non-zero rx/tx; prints them.
+# nt_wg_stats_ok NS IFNAME [MAX_AGE]: a handshake at most MAX_AGE seconds old (default 120)
+# and non-zero rx/tx; prints them.
 nt_wg_stats_ok() {
-	local dump hs rx tx now
+	local dump hs rx tx now max_age=${3:-120}
 	dump=$(nt_wg "$1" show "$2" dump | awk -F'\t' 'NR == 2 { print $5, $6, $7 }') || return 1
 	read -r hs rx tx <<<"$dump"
 	now=$(date +%s)
@@ -444,7 +445,7 @@ nt_wg_stats_ok() {
 	else
 		printf '# %s: no handshake yet, rx=%s tx=%s\n' "$2" "$rx" "$tx"
 	fi
-	((hs > 0 && now - hs <= 120 && rx > 0 && tx > 0))
+	((hs > 0 && now - hs <= max_age && rx > 0 && tx > 0))
 }
 
 nt_endpoint_is() {
