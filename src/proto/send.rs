@@ -68,13 +68,8 @@ impl Device {
         is_data: bool,
     ) -> Verdict {
         let mtu = self.mtu;
-        // Drawn only when the timer it jitters is armed: the CSPRNG costs per packet.
-        let jitter = if is_data && self.peer(id).is_some_and(|p| p.timers.data_sent_arms()) {
-            self.rng.u32()
-        } else {
-            0
-        };
-        let Some(peer) = self.peer_mut(id) else {
+        // The peer through its field, not `peer_mut`, so that `self.rng` stays usable below.
+        let Some(peer) = self.peers.get_mut(id.0).and_then(Option::as_mut) else {
             return Verdict::Done;
         };
         let (Some(kp), Some(to)) = (peer.keypairs.current.as_mut(), peer.endpoint) else {
@@ -97,8 +92,10 @@ impl Device {
         let rekey = kp.wants_rekey_on_send(now);
 
         peer.tx_bytes += total as u64;
-        // Only a newly armed timer can move the earliest deadline forward.
-        let mut armed = is_data && peer.timers.data_sent(now, jitter);
+        // Only a newly armed timer can move the earliest deadline forward. The jitter is drawn
+        // only for a timer being armed: the CSPRNG costs per packet.
+        let mut armed =
+            is_data && peer.timers.data_sent_arms() && peer.timers.data_sent(now, self.rng.u32());
         peer.timers.any_authenticated_packet_sent();
         armed |= peer.timers.any_authenticated_packet_traversal(now);
         if armed {
