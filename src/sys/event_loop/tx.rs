@@ -16,20 +16,34 @@ pub(super) struct TxBatch {
     /// A read fills the current slot first and spills the rest here, after room for what
     /// the slot took, so an ordinary packet lands in its slot with no copy at all.
     pub(super) spill: Vec<u8>,
-    /// (headers, segment payload) of the last read when it was a TCP super-packet: the
-    /// next read is scattered for one like it, each segment's payload straight into its
-    /// own slot, so it needs no copy (a flow's super-packets share their layout).
+    /// (headers, segment payload) of the last read when it was a TCP super-packet whose
+    /// segments all fit slots: the next read is scattered for one like it, each segment's
+    /// payload straight into its own slot, so it needs no copy (a flow's super-packets share
+    /// their layout).
     pub(super) layout: Option<(usize, usize)>,
     /// Segments of the last super-packet: a batch with fewer free slots is sent before
     /// the next read, so that one like it is read in place, not copied.
     pub(super) last_segments: usize,
-    /// The headers of a super-packet read in place, which every segment starts from.
-    pub(super) template: [u8; TEMPLATE_MAX],
 }
 
 /// Longest headers a super-packet read in place may have (IPv4 and TCP with all their
 /// options take 120 bytes; IPv6 extension headers may take more, then it is copied).
 const TEMPLATE_MAX: usize = 128;
+
+/// Encrypts the packet in `slot` (number `i`, `len` bytes after the headroom) and queues
+/// the datagram it becomes.
+fn seal_into(
+    out: &mut Vec<(SocketAddr, usize, usize)>,
+    slot: &mut [u8],
+    i: usize,
+    len: usize,
+    dev: &mut Device,
+    now: Instant,
+) {
+    if let Verdict::SendUdp { to, len } = dev.encapsulate(now, slot, len) {
+        out.push((endpoint::canonical(to), i, len));
+    }
+}
 
 /// Largest packet a TUN read returns with TSO on (IP's 16-bit length).
 const TUN_MAX_PACKET: usize = 65535;
@@ -52,7 +66,6 @@ impl TxBatch {
             },
             layout: None,
             last_segments: 0,
-            template: [0; TEMPLATE_MAX],
         }
     }
 
@@ -208,9 +221,7 @@ impl Io {
                 Err(e) => return Err(e),
             };
             stats::add(&self.stats.tun_rx_packets, 1);
-            if let Verdict::SendUdp { to, len } = dev.encapsulate(now, slot, n) {
-                tx.out.push((endpoint::canonical(to), i, len));
-            }
+            seal_into(&mut tx.out, slot, i, n, dev, now);
         }
         self.send_batch(tx);
         Ok(more)
@@ -239,7 +250,7 @@ impl Io {
             if produced >= TX_SEGMENT_BUDGET {
                 break;
             }
-            let layout = tx.layout.filter(|&l| most_segments(l) <= BATCH);
+            let layout = tx.layout;
             let full = i == BATCH
                 || layout.is_some_and(|l| i > 0 && scatter_slots(i, l) < tx.last_segments);
             if full {
@@ -303,35 +314,31 @@ impl Io {
                 {
                     continue;
                 }
-                if let Verdict::SendUdp { to, len } = dev.encapsulate(now, slot, len) {
-                    tx.out.push((endpoint::canonical(to), i, len));
-                }
+                seal_into(&mut tx.out, slot, i, len, dev, now);
                 i += 1;
                 produced += 1;
                 continue;
             }
-            let head = &tx.arena[base + HEADROOM..base + HEADROOM + in_slot];
-            let parsed = offload::TcpSegments::headers(&hdr, head, len)
-                .filter(|s| s.max_segment_len() <= cap)
-                .map(|s| (s.header_len(), s.mss()));
-            tx.layout = parsed.filter(|&(h, m)| h <= TEMPLATE_MAX && h + m <= cap);
-            tx.last_segments = parsed.map_or(0, |(h, m)| len.saturating_sub(h).div_ceil(m).max(1));
-            if let Some(l) = layout.filter(|&l| parsed == Some(l) && len <= spilled_at) {
-                // Read in place: every segment's payload is in its slot already.
-                let h = l.0;
-                tx.template[..h].copy_from_slice(&tx.arena[base + HEADROOM..base + HEADROOM + h]);
-                let Some(mut segs) = offload::TcpSegments::headers(&hdr, &tx.template[..h], len)
-                else {
-                    continue;
-                };
-                // The read gave every segment a slot (`len <= spilled_at`).
+            // The headers, parsed once: every segment read in place starts from them. Longer
+            // ones (IPv6 extension headers) do not parse here and are cut from `spill`.
+            let mut template = [0u8; TEMPLATE_MAX];
+            let t = in_slot.min(TEMPLATE_MAX);
+            template[..t].copy_from_slice(&tx.arena[base + HEADROOM..base + HEADROOM + t]);
+            let segs = offload::TcpSegments::headers(&hdr, &template[..t], len)
+                .filter(|s| s.max_segment_len() <= cap);
+            let parsed = segs.as_ref().map(|s| (s.header_len(), s.mss()));
+            tx.layout = parsed.filter(|&l| l.0 + l.1 <= cap && most_segments(l) <= BATCH);
+            tx.last_segments = segs.as_ref().map_or(0, |s| s.remaining());
+            if let Some(mut segs) =
+                segs.filter(|_| layout.is_some() && parsed == layout && len <= spilled_at)
+            {
+                // Read in place: every segment's payload is in its slot already, and the read
+                // gave every segment a slot (`len <= spilled_at`).
                 while let Some(slot) = tx.arena.get_mut(i * slot_len..(i + 1) * slot_len) {
                     let Some(seg_len) = segs.next_in_place(&mut slot[HEADROOM..]) else {
                         break;
                     };
-                    if let Verdict::SendUdp { to, len } = dev.encapsulate(now, slot, seg_len) {
-                        tx.out.push((endpoint::canonical(to), i, len));
-                    }
+                    seal_into(&mut tx.out, slot, i, seg_len, dev, now);
                     i += 1;
                     produced += 1;
                     stats::add(&self.stats.tun_segments, 1);
@@ -375,9 +382,7 @@ impl Io {
                 let Some(seg_len) = segs.next_into(&mut slot[HEADROOM..HEADROOM + cap]) else {
                     break;
                 };
-                if let Verdict::SendUdp { to, len } = dev.encapsulate(now, slot, seg_len) {
-                    tx.out.push((endpoint::canonical(to), i, len));
-                }
+                seal_into(&mut tx.out, slot, i, seg_len, dev, now);
                 i += 1;
                 produced += 1;
                 stats::add(&self.stats.tun_segments, 1);
