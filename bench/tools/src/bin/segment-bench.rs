@@ -37,64 +37,63 @@ fn super_packet() -> Vec<u8> {
     std::hint::black_box(p)
 }
 
-fn segment(n: u64) -> u64 {
-    let pkt = super_packet();
-    let hdr = VnetHdr {
+/// The virtio-net header the TUN device gives such a packet.
+fn gso_header() -> VnetHdr {
+    VnetHdr {
         flags: 0,
         gso_type: GSO_TCPV4,
         hdr_len: HDR as u16,
         gso_size: std::hint::black_box(MSS as u16),
         csum_start: 20,
         csum_offset: 16,
-    };
-    let mut slots = vec![0u8; SLOT * PAYLOAD.div_ceil(MSS)];
+    }
+}
+
+/// Runs `next` (one segment into a slot, its length back) over every slot, N times from a
+/// fresh `TcpSegments` each; folds in each segment's TCP checksum so the header work is kept.
+fn cut<'a>(
+    n: u64,
+    slots: &mut [u8],
+    mut segments: impl FnMut() -> Option<TcpSegments<'a>>,
+    next: impl Fn(&mut TcpSegments<'a>, &mut [u8]) -> Option<usize>,
+) -> u64 {
     let mut acc = 0u64;
     for _ in 0..n {
-        let Some(mut segs) = TcpSegments::new(&hdr, &pkt) else {
+        let Some(mut segs) = segments() else {
             eprintln!("not a super-packet");
             exit(1);
         };
         for slot in slots.chunks_exact_mut(SLOT) {
-            let Some(len) = segs.next_into(&mut slot[SLOT_HEAD..]) else {
+            let Some(len) = next(&mut segs, &mut slot[SLOT_HEAD..]) else {
                 break;
             };
-            // The TCP checksum of each segment, so the header work is kept.
             acc = acc.rotate_left(5) ^ u64::from(slot[SLOT_HEAD + 36]) ^ len as u64;
         }
     }
-    acc ^ sum(0, &slots)
+    acc ^ sum(0, slots)
+}
+
+fn segment(n: u64) -> u64 {
+    let (pkt, hdr) = (super_packet(), gso_header());
+    let mut slots = vec![0u8; SLOT * PAYLOAD.div_ceil(MSS)];
+    cut(
+        n,
+        &mut slots,
+        || TcpSegments::new(&hdr, &pkt),
+        TcpSegments::next_into,
+    )
 }
 
 fn in_place(n: u64) -> u64 {
-    let pkt = super_packet();
-    let hdr = VnetHdr {
-        flags: 0,
-        gso_type: GSO_TCPV4,
-        hdr_len: HDR as u16,
-        gso_size: std::hint::black_box(MSS as u16),
-        csum_start: 20,
-        csum_offset: 16,
-    };
+    let (pkt, hdr) = (super_packet(), gso_header());
     let mut slots = vec![0u8; SLOT * PAYLOAD.div_ceil(MSS)];
     // Where the read would have put each payload.
     for (k, slot) in slots.chunks_exact_mut(SLOT).enumerate() {
         let part = &pkt[HDR + k * MSS..(HDR + (k + 1) * MSS).min(pkt.len())];
         slot[SLOT_HEAD + HDR..SLOT_HEAD + HDR + part.len()].copy_from_slice(part);
     }
-    let mut acc = 0u64;
-    for _ in 0..n {
-        let Some(mut segs) = TcpSegments::headers(&hdr, &pkt[..HDR], pkt.len()) else {
-            eprintln!("not a super-packet");
-            exit(1);
-        };
-        for slot in slots.chunks_exact_mut(SLOT) {
-            let Some(len) = segs.next_in_place(&mut slot[SLOT_HEAD..]) else {
-                break;
-            };
-            acc = acc.rotate_left(5) ^ u64::from(slot[SLOT_HEAD + 36]) ^ len as u64;
-        }
-    }
-    acc ^ sum(0, &slots)
+    let headers = || TcpSegments::headers(&hdr, &pkt[..HDR], pkt.len());
+    cut(n, &mut slots, headers, TcpSegments::next_in_place)
 }
 
 fn sum_only(n: u64) -> u64 {
