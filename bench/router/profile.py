@@ -8,7 +8,8 @@ block's start, is the run's profile. Kernel and module symbols come from the gue
 its unstripped ELF (names demangled by c++filt when present). A block is charged whole to
 the symbol its first instruction is in. The TLB refill handler is not a symbol: Linux copies
 it to EBase, a page it allocates at boot, found here as the page-aligned kernel block that is
-executed most and whose page also holds the general exception vector (EBase + 0x180).
+executed most and whose page also holds the general exception vector (EBase + 0x180), in
+KSEG0.
 
     profile.py --solowg ELF [--top N] RAW_DIR
 """
@@ -159,7 +160,9 @@ def main():
         def execs(addr):
             return after.get(addr, (0, 0))[1] - before.get(addr, (0, 0))[1]
 
-        pages = [b for b in after if b >= 0x80000000 and b % 4096 == 0 and b + 0x180 in after]
+        # KSEG0 only: EBase is in unmapped low memory; modules (KSEG2) hold page-aligned
+        # hot code too (chacha_mips' block function was once taken for the handler).
+        pages = [b for b in after if 0x80000000 <= b < 0xA0000000 and b % 4096 == 0 and b + 0x180 in after]
         ebase = max(pages, key=execs, default=None)
         refills = execs(ebase) if ebase is not None else 0
         for addr, (n, x) in after.items():
