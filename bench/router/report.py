@@ -67,6 +67,12 @@ def main(path):
             if pkts:
                 cs.append(d.get("ctxt", 0) / pkts)
             rb.append(d.get("udp_RcvbufErrors"))
+            # The receiver's ACKs per data packet: the data leaves by the WAN going up.
+            data, acks = ("wan_tx", "wan_rx") if key[2] == "up" else ("wan_rx", "wan_tx")
+            if d.get(data):
+                batches["ack/data"].append(d.get(acks, 0) / d[data])
+            if d.get("host_tun_writes"):
+                batches["peer pkt/tunwrite"].append(d.get("host_tun_tx_packets", 0) / d["host_tun_writes"])
             dg = d.get("udp_rx_datagrams", 0) + d.get("udp_tx_datagrams", 0)
             if dg:
                 calls = sum(d.get(k, 0) for k in ("waits", "udp_recv_calls", "udp_send_calls", "tun_reads", "tun_writes"))
@@ -95,8 +101,8 @@ def main(path):
             "batches": {k: med(v) for k, v in batches.items()},
         }
 
-    print("| NIC | topology | dir | impl | Mbit/s (range) | retr | CPU user/sys/softirq/idle % | cs/pkt | insn/B | solowg sc/pkt | dg/recv | dg/send | pkt/tun write | pkt/tun read | UDP rcvbuf errors |")
-    print("|---|---|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| NIC | topology | dir | impl | Mbit/s (range) | retr | CPU user/sys/softirq/idle % | cs/pkt | insn/B | solowg sc/pkt | dg/recv | dg/send | pkt/tun write | pkt/tun read | UDP rcvbuf errors | ACK/data pkt | peer pkt/tun write |")
+    print("|---|---|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for key in sorted(table):
         t = table[key]
         rng = "" if not t["range"] else f" ({t['range'][0]:.0f}-{t['range'][1]:.0f})"
@@ -105,7 +111,7 @@ def main(path):
         print(f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} | {fmt(t['mbps'])}{rng} | {fmt(t['retr'], '{:.0f}')} | {cpu} "
               f"| {fmt(t['cs'], '{:.2f}')} | {fmt(t['ipb'])} | {fmt(t['sc'], '{:.2f}')} | {fmt(b.get('dg/recv'), '{:.2f}')} "
               f"| {fmt(b.get('dg/send'), '{:.2f}')} | {fmt(b.get('pkt/tunwrite'), '{:.2f}')} | {fmt(b.get('pkt/tunread'), '{:.2f}')} "
-              f"| {fmt(t['rb'], '{:.0f}')} |")
+              f"| {fmt(t['rb'], '{:.0f}')} | {fmt(b.get('ack/data'), '{:.2f}')} | {fmt(b.get('peer pkt/tunwrite'), '{:.2f}')} |")
     print()
     print("solowg / kernel (throughput: above 1 is faster; instructions per byte: below 1 is cheaper):")
     print()
