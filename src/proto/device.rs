@@ -9,6 +9,7 @@ use crate::crypto::Rng;
 use crate::log;
 use crate::proto::allowedips::AllowedIps;
 use crate::proto::cookie::CookieChecker;
+use crate::proto::index_hasher::BuildIndexHasher;
 use crate::proto::noise::Identity;
 use crate::proto::peer::{short_key, Peer, PeerId};
 use crate::proto::ratelimiter::RateLimiter;
@@ -216,7 +217,7 @@ pub struct Device {
     pub(crate) peers: Vec<Option<Peer>>,
     pub(crate) by_key: HashMap<[u8; 32], PeerId>,
     /// Receiver index → peer; the keypair or handshake is then found inside the peer.
-    pub(crate) indices: HashMap<u32, PeerId>,
+    pub(crate) indices: HashMap<u32, PeerId, BuildIndexHasher>,
     pub(crate) routes: AllowedIps<PeerId>,
     pub(crate) checker: CookieChecker,
     pub(crate) limiter: RateLimiter,
@@ -271,7 +272,7 @@ impl Device {
             mtu: 1420,
             peers: Vec::new(),
             by_key: HashMap::new(),
-            indices: HashMap::new(),
+            indices: HashMap::default(),
             routes: AllowedIps::new(),
             checker: CookieChecker::new(None),
             limiter: RateLimiter::new(),

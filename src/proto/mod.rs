@@ -7,6 +7,7 @@ pub mod allowedips;
 pub mod cookie;
 pub mod device;
 pub mod endpoint;
+pub mod index_hasher;
 pub mod keypair;
 pub mod noise;
 pub mod peer;
