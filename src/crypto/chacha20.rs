@@ -148,7 +148,7 @@ impl ChaCha20 {
         let mut words = [0u32; 16];
         self.xor_words(counter, &mut words);
         let mut out = [0u8; BLOCK_LEN];
-        for (o, w) in out.chunks_exact_mut(4).zip(words) {
+        for (o, w) in out.chunks_exact_mut(4).zip(words.iter()) {
             o.copy_from_slice(&w.to_ne_bytes());
         }
         words.zeroize();
@@ -172,27 +172,17 @@ impl ChaCha20 {
             None => self.xor_bytes(counter, blocks),
         };
         if !rest.is_empty() {
-            // Final partial block: staged in an aligned stack block so that it runs the same
-            // code as above (one copy of the rounds in the I-cache); wiped afterwards.
-            let whole = rest.len() / 4;
-            let mut buf = [0u32; 16];
-            let mut src = rest.chunks_exact(4);
-            for (w, c) in buf.iter_mut().zip(&mut src) {
-                *w = u32::from_ne_bytes([c[0], c[1], c[2], c[3]]);
+            // Final partial block: its keystream comes from the same code as above (one copy
+            // of the rounds in the I-cache), XORed into zeros; byte loops of at most 63 steps
+            // instead of staging copies. Wiped afterwards.
+            let mut ks = [0u32; 16];
+            self.xor_words(ctr, &mut ks);
+            for (chunk, w) in rest.chunks_mut(4).zip(ks.iter()) {
+                for (b, k) in chunk.iter_mut().zip(w.to_ne_bytes()) {
+                    *b ^= k;
+                }
             }
-            let mut last = [0u8; 4];
-            let tail = src.remainder();
-            last[..tail.len()].copy_from_slice(tail);
-            buf[whole] = u32::from_ne_bytes(last);
-            self.xor_words(ctr, &mut buf);
-            let mut dst = rest.chunks_exact_mut(4);
-            for (c, w) in (&mut dst).zip(buf) {
-                c.copy_from_slice(&w.to_ne_bytes());
-            }
-            let tail = dst.into_remainder();
-            let n = tail.len();
-            tail.copy_from_slice(&buf[whole].to_ne_bytes()[..n]);
-            buf.zeroize();
+            ks.zeroize();
         }
     }
 
