@@ -40,10 +40,11 @@ pub fn enable_gro(sock: &UdpSocket) -> bool {
 }
 
 /// Sends `segs` (each `seg_size` bytes except possibly the last, which may be shorter) to
-/// `to`. More than one segment goes out as one GSO datagram train.
+/// `to`, or to where `sock` is connected (`None`). More than one segment goes out as one GSO
+/// datagram train.
 pub fn send_segments(
     sock: &UdpSocket,
-    to: SocketAddr,
+    to: Option<SocketAddr>,
     segs: &[&[u8]],
     seg_size: usize,
 ) -> io::Result<()> {
@@ -54,12 +55,14 @@ pub fn send_segments(
         v.iov_base = s.as_ptr() as *mut libc::c_void;
         v.iov_len = s.len();
     }
-    let addr = SockAddr::from(to);
+    let addr = to.map(SockAddr::from);
     let mut cbuf = CmsgBuf([0; CMSG_BUF]);
     // SAFETY: msghdr is plain data; zeroed is valid before filling it.
     let mut msg: libc::msghdr = unsafe { zeroed() };
-    msg.msg_name = addr.as_ptr() as *mut libc::c_void;
-    msg.msg_namelen = addr.len();
+    if let Some(addr) = &addr {
+        msg.msg_name = addr.as_ptr() as *mut libc::c_void;
+        msg.msg_namelen = addr.len();
+    }
     msg.msg_iov = iov.as_mut_ptr();
     msg.msg_iovlen = n as _;
     if n > 1 {
@@ -142,21 +145,28 @@ fn put_sockaddr(name: &mut libc::sockaddr_in6, to: SocketAddr) -> libc::socklen_
 /// syscall, not one per packet. Returns how many went out; the rest found the socket buffer
 /// full (or an error) and is dropped, as on a congested link, except that an error on the
 /// first datagram is returned.
+///
+/// With `connected`, the addresses are not passed: `sock` is connected to all of them.
 pub fn send_many<'a>(
     sock: &UdpSocket,
     bufs: &mut SendMany,
+    connected: bool,
     msgs: impl IntoIterator<Item = (SocketAddr, &'a [u8])>,
 ) -> io::Result<usize> {
     let mut n = 0;
     for (to, data) in msgs.into_iter().take(MAX_SEGMENTS) {
-        let namelen = put_sockaddr(&mut bufs.names[n], to);
         bufs.iovs[n] = libc::iovec {
             iov_base: data.as_ptr() as *mut libc::c_void,
             iov_len: data.len(),
         };
         let h = &mut bufs.hdrs[n];
-        h.msg_hdr.msg_name = &mut bufs.names[n] as *mut libc::sockaddr_in6 as *mut libc::c_void;
-        h.msg_hdr.msg_namelen = namelen;
+        if connected {
+            h.msg_hdr.msg_name = std::ptr::null_mut();
+            h.msg_hdr.msg_namelen = 0;
+        } else {
+            h.msg_hdr.msg_namelen = put_sockaddr(&mut bufs.names[n], to);
+            h.msg_hdr.msg_name = &mut bufs.names[n] as *mut libc::sockaddr_in6 as *mut libc::c_void;
+        }
         h.msg_hdr.msg_iov = &mut bufs.iovs[n];
         h.msg_hdr.msg_iovlen = 1;
         n += 1;
@@ -402,7 +412,7 @@ mod tests {
             (ta, b"three"),
             (tb, &[7; 1400]),
         ];
-        assert_eq!(send_many(&tx, &mut bufs, msgs).unwrap(), 4);
+        assert_eq!(send_many(&tx, &mut bufs, false, msgs).unwrap(), 4);
         let mut buf = [0u8; 2000];
         let mut got = |s: &UdpSocket| {
             let n = s.recv(&mut buf).unwrap();
@@ -412,15 +422,50 @@ mod tests {
         assert_eq!(got(&a), b"three");
         assert_eq!(got(&b), b"two!");
         assert_eq!(got(&b), vec![7; 1400]);
-        assert_eq!(send_many(&tx, &mut bufs, []).unwrap(), 0);
+        assert_eq!(send_many(&tx, &mut bufs, false, []).unwrap(), 0);
         // IPv6, where the host has it.
         if let (Ok(c), Ok(tx6)) = (UdpSocket::bind("[::1]:0"), UdpSocket::bind("[::1]:0")) {
             c.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
             let to = c.local_addr().unwrap();
-            assert_eq!(send_many(&tx6, &mut bufs, [(to, &b"six"[..])]).unwrap(), 1);
+            assert_eq!(
+                send_many(&tx6, &mut bufs, false, [(to, &b"six"[..])]).unwrap(),
+                1
+            );
             assert_eq!(got(&c), b"six");
         } else {
             eprintln!("SKIPPED the IPv6 part: no ::1");
         }
+    }
+
+    #[test]
+    fn connected_sends_ignore_the_addresses_left_from_earlier_batches() {
+        let a = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let b = UdpSocket::bind("127.0.0.1:0").unwrap();
+        for s in [&a, &b] {
+            s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        }
+        let (ta, tb) = (a.local_addr().unwrap(), b.local_addr().unwrap());
+        let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        tx.connect(ta).unwrap();
+        let mut bufs = SendMany::default();
+        // An unconnected batch fills the address array with b's address...
+        assert_eq!(
+            send_many(&tx, &mut bufs, false, [(tb, &b"x"[..])]).unwrap(),
+            1
+        );
+        // ...which a connected batch must not pass on (it would override the connection).
+        let msgs: [(SocketAddr, &[u8]); 2] = [(tb, b"one"), (tb, b"two")];
+        assert_eq!(send_many(&tx, &mut bufs, true, msgs).unwrap(), 2);
+        let segs: [&[u8]; 2] = [b"gs", b"o"];
+        send_segments(&tx, None, &segs[..1], 2).unwrap();
+        let mut buf = [0u8; 100];
+        let mut got = |s: &UdpSocket| {
+            let n = s.recv(&mut buf).unwrap();
+            buf[..n].to_vec()
+        };
+        assert_eq!(got(&b), b"x");
+        assert_eq!(got(&a), b"one");
+        assert_eq!(got(&a), b"two");
+        assert_eq!(got(&a), b"gs");
     }
 }

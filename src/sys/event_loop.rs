@@ -23,10 +23,12 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::time::{Duration, Instant, SystemTime};
 use zeroize::Zeroize;
 
+mod conns;
 mod rx;
 mod tx;
 mod uapi_clients;
 
+use conns::{Conns, CONN_TOKEN, MAX_CONNS};
 use tx::{TxBatch, TX_TAILROOM};
 use uapi_clients::{Client, CLIENT_IDLE};
 
@@ -45,6 +47,10 @@ pub struct Io {
     /// Handshake sockets (see `udp::UdpPair`): served a bounded batch per turn.
     hs4: Option<UdpSocket>,
     hs6: Option<UdpSocket>,
+    /// Connected sockets per endpoint (see `conns`), on `port` with `fwmark`.
+    conns: Conns,
+    port: u16,
+    fwmark: u32,
     uapi: UnixListener,
     clients: Vec<Client>,
     next_client_token: u64,
@@ -68,6 +74,8 @@ struct Ready {
     udp6: bool,
     hs4: bool,
     hs6: bool,
+    /// Connected sockets, by slot (bit i: slot i).
+    conns: u32,
     uapi: bool,
     clients: bool,
     link: bool,
@@ -80,6 +88,7 @@ impl Ready {
             || self.udp6
             || self.hs4
             || self.hs6
+            || self.conns != 0
             || self.uapi
             || self.clients
             || self.link
@@ -93,6 +102,7 @@ impl Ready {
             udp6: true,
             hs4: true,
             hs6: true,
+            conns: u32::MAX,
             uapi: true,
             clients: true,
             link: true,
@@ -125,6 +135,7 @@ impl Io {
     pub fn new(
         tun: Tun,
         udp: UdpPair,
+        fwmark: u32,
         uapi: UnixListener,
         reg: Registry,
         base: u64,
@@ -157,6 +168,9 @@ impl Io {
             udp6: udp.v6,
             hs4: udp.hs4,
             hs6: udp.hs6,
+            conns: Conns::default(),
+            port: udp.port,
+            fwmark,
             uapi,
             clients: Vec::new(),
             next_client_token: CLIENT_TOKEN,
@@ -172,6 +186,8 @@ impl Io {
 
     /// Swaps in newly bound sockets (the old ones close and leave the epoll set by themselves).
     fn set_udp(&mut self, udp: UdpPair) -> io::Result<()> {
+        self.conns.close_all(&self.reg);
+        self.port = udp.port;
         self.reg
             .add(udp.v4.as_fd(), self.base + UDP4_TOKEN, Interest::Read)?;
         if let Some(s) = &udp.v6 {
@@ -198,14 +214,21 @@ impl Io {
 
     fn send_udp(&self, to: SocketAddr, data: &[u8]) {
         let to = endpoint::canonical(to);
-        let sock = match (to, &self.udp6) {
-            (SocketAddr::V4(_), _) => &self.udp4,
-            (SocketAddr::V6(_), Some(s)) => s,
-            (SocketAddr::V6(_), None) => return,
+        let mut sent = self.conns.get(to).map(|c| c.send(data));
+        if let Some(Err(e)) = &sent {
+            if e.kind() != io::ErrorKind::WouldBlock {
+                sent = None; // try unconnected; a batch send closes a broken one
+            }
+        }
+        let sent = match (sent, to, &self.udp6) {
+            (Some(r), _, _) => r,
+            (None, SocketAddr::V4(_), _) => self.udp4.send_to(data, to),
+            (None, SocketAddr::V6(_), Some(s)) => s.send_to(data, to),
+            (None, SocketAddr::V6(_), None) => return,
         };
         stats::add(&self.stats.udp_send_calls, 1);
         stats::add(&self.stats.udp_tx_datagrams, 1);
-        if let Err(e) = sock.send_to(data, to) {
+        if let Err(e) = sent {
             // A full socket buffer or an unreachable network drops the packet, like a link would.
             if e.kind() != io::ErrorKind::WouldBlock {
                 log::verbose(format_args!("send to {to} failed: {e}"));
@@ -239,10 +262,11 @@ impl Io {
     }
 
     /// Follows our link's notifications; an error means the interface is gone.
-    fn check_link(&self, dev: &mut Device, buf: &mut [u8]) -> Result<(), io::Error> {
+    fn check_link(&mut self, dev: &mut Device, buf: &mut [u8]) -> Result<(), io::Error> {
         let mut events = Vec::new();
         if let Err(e) = self.link.drain(buf, &mut events) {
-            // Missed notifications (ENOBUFS): ask directly whether the link still exists.
+            self.conns.close_all(&self.reg); // what we missed may have moved a route
+                                             // Missed notifications (ENOBUFS): ask directly whether the link still exists.
             if crate::sys::netlink::ifindex(&self.ifname) != Some(self.link.ifindex()) {
                 return Err(e);
             }
@@ -257,6 +281,7 @@ impl Io {
                     dev.mtu = mtu as usize;
                 }
                 LinkEvent::Mtu(_) => {}
+                LinkEvent::Routing => self.conns.close_all(&self.reg),
             }
         }
         Ok(())
@@ -370,6 +395,7 @@ impl Daemon {
         let io = Io::new(
             tun,
             udp,
+            dev.fwmark,
             uapi,
             self.poller.registry(),
             (i as u64 + 1) << SLOT_SHIFT,
@@ -483,6 +509,9 @@ impl Daemon {
                     HS6_TOKEN => r.hs6 = true,
                     UAPI_TOKEN => r.uapi = true,
                     LINK_TOKEN => r.link = true,
+                    t if (CONN_TOKEN..CONN_TOKEN + MAX_CONNS as u64).contains(&t) => {
+                        r.conns |= 1 << (t - CONN_TOKEN)
+                    }
                     _ => r.clients = true,
                 }
             });
@@ -551,7 +580,7 @@ impl Slot {
         // data sockets only get our sessions' messages): with nothing to protect, a storm
         // of real handshakes may take the whole CPU.
         let start = Instant::now();
-        if ready.tun || ready.udp4 || ready.udp6 {
+        if ready.tun || ready.udp4 || ready.udp6 || ready.conns != 0 {
             *data_seen = Some(start);
         }
         let charge = data_seen.is_some_and(|t| start.saturating_duration_since(t) < DATA_RECENT);
@@ -580,6 +609,10 @@ impl Slot {
         if ready.hs6 {
             again.hs6 = io.drain_hs(true, dev, small, charge);
         }
+        let conns = ready.conns & io.conns.open_mask();
+        if conns != 0 {
+            again.conns = io.drain_conns(conns, dev, buf, co, charge);
+        }
         io.flush_outputs(dev, buf);
         if ready.uapi {
             again.uapi = io.accept_clients();
@@ -594,6 +627,7 @@ impl Slot {
         }
         dev.update_timers(Instant::now());
         io.flush_outputs(dev, buf);
+        io.conns.sweep(now, &io.reg);
         Ok(())
     }
 }

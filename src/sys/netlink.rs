@@ -1,5 +1,6 @@
 //! Link events from rtnetlink: we exit when our interface is deleted (what `wg-quick down`
-//! and `ip link del` rely on) and follow MTU changes so padding never exceeds the MTU.
+//! and `ip link del` rely on) and follow MTU changes so padding never exceeds the MTU. Any
+//! other link, address or route change is reported too: connected sockets pinned a route.
 #![allow(unsafe_code)] // socket(2)/bind(2) for AF_NETLINK, if_nametoindex(3)
 
 use std::ffi::CString;
@@ -9,6 +10,10 @@ use std::os::fd::{AsFd, BorrowedFd, FromRawFd, OwnedFd};
 
 const RTM_NEWLINK: u16 = 16;
 const RTM_DELLINK: u16 = 17;
+const RTM_NEWADDR: u16 = 20;
+const RTM_DELADDR: u16 = 21;
+const RTM_NEWROUTE: u16 = 24;
+const RTM_DELROUTE: u16 = 25;
 const IFLA_MTU: u16 = 4;
 const NLMSG_HDR: usize = 16;
 const IFINFO_LEN: usize = 16;
@@ -17,6 +22,8 @@ const IFINFO_LEN: usize = 16;
 pub enum LinkEvent {
     Deleted,
     Mtu(u32),
+    /// Another link, an address or a route changed (one event per batch of messages).
+    Routing,
 }
 
 pub struct LinkMonitor {
@@ -50,7 +57,11 @@ impl LinkMonitor {
         // SAFETY: sockaddr_nl is plain data; all-zero is valid before we fill it.
         let mut addr: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
         addr.nl_family = libc::AF_NETLINK as libc::sa_family_t;
-        addr.nl_groups = libc::RTMGRP_LINK as u32;
+        addr.nl_groups = (libc::RTMGRP_LINK
+            | libc::RTMGRP_IPV4_IFADDR
+            | libc::RTMGRP_IPV6_IFADDR
+            | libc::RTMGRP_IPV4_ROUTE
+            | libc::RTMGRP_IPV6_ROUTE) as u32;
         // SAFETY: addr is a valid sockaddr_nl of the size we pass.
         let rc = unsafe {
             libc::bind(
@@ -103,6 +114,7 @@ fn ne_u32(b: &[u8], at: usize) -> Option<u32> {
 
 /// Walks netlink messages (native byte order, 4-byte aligned) and their link attributes.
 pub fn parse(mut b: &[u8], ifindex: i32, out: &mut Vec<LinkEvent>) {
+    let mut routing = false;
     while b.len() >= NLMSG_HDR {
         let Some(len) = ne_u32(b, 0).map(|l| l as usize) else {
             return;
@@ -113,8 +125,13 @@ pub fn parse(mut b: &[u8], ifindex: i32, out: &mut Vec<LinkEvent>) {
         let msg = &b[..len];
         let kind = ne_u16(msg, 4).unwrap_or(0);
         let body = &msg[NLMSG_HDR..];
+        routing |= matches!(
+            kind,
+            RTM_NEWADDR | RTM_DELADDR | RTM_NEWROUTE | RTM_DELROUTE
+        );
         if (kind == RTM_NEWLINK || kind == RTM_DELLINK) && body.len() >= IFINFO_LEN {
             let index = ne_u32(body, 4).unwrap_or(0) as i32;
+            routing |= index != ifindex;
             if index == ifindex {
                 if kind == RTM_DELLINK {
                     out.push(LinkEvent::Deleted);
@@ -139,6 +156,9 @@ pub fn parse(mut b: &[u8], ifindex: i32, out: &mut Vec<LinkEvent>) {
         }
         let step = (len + 3) & !3;
         b = b.get(step..).unwrap_or(&[]);
+    }
+    if routing {
+        out.push(LinkEvent::Routing);
     }
 }
 
@@ -177,7 +197,24 @@ mod tests {
         b.extend(msg(RTM_DELLINK, 7, &[]));
         let mut out = Vec::new();
         parse(&b, 7, &mut out);
-        assert_eq!(out, vec![LinkEvent::Mtu(1380), LinkEvent::Deleted]);
+        assert_eq!(
+            out,
+            vec![LinkEvent::Mtu(1380), LinkEvent::Deleted, LinkEvent::Routing]
+        );
+        // Only our own link: no routing event.
+        let mut out = Vec::new();
+        parse(&msg(RTM_NEWLINK, 7, &[]), 7, &mut out);
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn address_and_route_changes_are_one_routing_event() {
+        let mut b = msg(RTM_NEWADDR, 3, &[]);
+        b.extend(msg(RTM_DELROUTE, 0, &[]));
+        b.extend(msg(RTM_NEWROUTE, 0, &[]));
+        let mut out = Vec::new();
+        parse(&b, 7, &mut out);
+        assert_eq!(out, vec![LinkEvent::Routing]);
     }
 
     #[test]

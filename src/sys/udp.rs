@@ -174,6 +174,21 @@ pub fn bind(port: u16, fwmark: u32, tag: u16) -> io::Result<UdpPair> {
     ))
 }
 
+/// A socket on our listen `port` connected to `to`, so the kernel routes its sends once
+/// instead of per datagram. It joins the port's SO_REUSEPORT group to bind, and leaves it
+/// when connecting pins its local address; from then on the kernel hands it the datagrams
+/// from `to` (the best match), so it must be read like the data socket. Fails where the
+/// listening sockets are not in such a group (no steering: `EADDRINUSE`).
+pub fn connect(to: SocketAddr, port: u16, fwmark: u32) -> io::Result<UdpSocket> {
+    let local: SocketAddr = match to {
+        SocketAddr::V4(_) => (Ipv4Addr::UNSPECIFIED, port).into(),
+        SocketAddr::V6(_) => (Ipv6Addr::UNSPECIFIED, port).into(),
+    };
+    let sock = open(local, fwmark, Role::Data)?;
+    sock.connect(to)?;
+    Ok(sock)
+}
+
 pub fn set_mark(sock: &UdpSocket, fwmark: u32) -> io::Result<()> {
     socket2::SockRef::from(sock).set_mark(fwmark)
 }
@@ -224,5 +239,43 @@ mod tests {
         } else {
             eprintln!("SKIPPED buffer size check: not root (SO_RCVBUFFORCE needs CAP_NET_ADMIN)");
         }
+    }
+
+    #[test]
+    fn a_connected_socket_takes_its_peers_datagrams_and_leaves_the_rest_to_the_group() {
+        let p = bind(0, 0, 0x1234).expect("bind");
+        assert!(p.hs4.is_some(), "steering unavailable");
+        let to = |port| SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+        let (peer, other) = (
+            UdpSocket::bind("127.0.0.1:0").unwrap(),
+            UdpSocket::bind("127.0.0.1:0").unwrap(),
+        );
+        let c = connect(peer.local_addr().unwrap(), p.port, 0).expect("connect");
+        let wait = Some(std::time::Duration::from_secs(2));
+        for s in [&c, &p.v4, p.hs4.as_ref().unwrap()] {
+            s.set_nonblocking(false).unwrap();
+            s.set_read_timeout(wait).unwrap();
+        }
+        let mut buf = [0u8; 64];
+        let mut got = |s: &UdpSocket| s.recv(&mut buf).map(|n| buf[..n].to_vec()).ok();
+        // Transport data with our tag from the peer: the connected socket, not the data one.
+        let data = [4u8, 0, 0, 0, 0x34, 0x12, 0, 0, 1];
+        peer.send_to(&data, to(p.port)).unwrap();
+        peer.send_to(b"hello", to(p.port)).unwrap();
+        other.send_to(b"other", to(p.port)).unwrap();
+        other.send_to(&data, to(p.port)).unwrap();
+        assert_eq!(got(&c).as_deref(), Some(&data[..]));
+        assert_eq!(got(&c).as_deref(), Some(&b"hello"[..]));
+        assert_eq!(got(p.hs4.as_ref().unwrap()).as_deref(), Some(&b"other"[..]));
+        assert_eq!(got(&p.v4).as_deref(), Some(&data[..]));
+        // It sends from the listen port.
+        c.send(b"back").unwrap();
+        peer.set_read_timeout(wait).unwrap();
+        let (n, from) = peer.recv_from(&mut [0u8; 16]).unwrap();
+        assert_eq!((n, from.port()), (4, p.port));
+        // Closed, the group gets the peer's datagrams again.
+        drop(c);
+        peer.send_to(b"again", to(p.port)).unwrap();
+        assert_eq!(got(p.hs4.as_ref().unwrap()).as_deref(), Some(&b"again"[..]));
     }
 }

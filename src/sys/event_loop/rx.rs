@@ -73,7 +73,6 @@ impl Io {
         co: &mut offload::TcpCoalescer,
         charge: bool,
     ) -> bool {
-        let vnet = self.tun.vnet_hdr_len() != 0;
         let sock = if v6 {
             match &self.udp6 {
                 Some(s) => s,
@@ -82,11 +81,49 @@ impl Io {
         } else {
             &self.udp4
         };
+        self.drain_sock(sock, dev, buf, co, charge)
+    }
+
+    /// `drain_udp` for the connected sockets whose bits are set in `ready`; returns the
+    /// bits of those that may have more.
+    pub(super) fn drain_conns(
+        &self,
+        ready: u32,
+        dev: &mut Device,
+        buf: &mut [u8],
+        co: &mut offload::TcpCoalescer,
+        charge: bool,
+    ) -> u32 {
+        let mut more = 0;
+        for i in 0..MAX_CONNS {
+            if ready & (1 << i) == 0 {
+                continue;
+            }
+            if let Some(c) = self.conns.slot(i) {
+                if self.drain_sock(&c.sock, dev, buf, co, charge) {
+                    more |= 1 << i;
+                }
+            }
+        }
+        more
+    }
+
+    fn drain_sock(
+        &self,
+        sock: &UdpSocket,
+        dev: &mut Device,
+        buf: &mut [u8],
+        co: &mut offload::TcpCoalescer,
+        charge: bool,
+    ) -> bool {
+        let vnet = self.tun.vnet_hdr_len() != 0;
         for _ in 0..BATCH {
             stats::add(&self.stats.udp_recv_calls, 1);
             let (n, from, seg) = match batch::recv_gro(sock, buf) {
                 Ok(r) => r,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
+                // A connected socket reports the endpoint's ICMP port unreachable once.
+                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => continue,
                 Err(e) => {
                     log::verbose(format_args!("UDP receive failed: {e}"));
                     return false;

@@ -426,9 +426,22 @@ impl Io {
                 }
                 stats::add(&self.stats.udp_send_calls, 1);
                 stats::add(&self.stats.udp_tx_datagrams, (k - j) as u64);
-                let sent = self
-                    .socket_for(to)
-                    .map(|s| batch::send_segments(s, to, &segs[..k - j], seg));
+                let segs = &segs[..k - j];
+                let mut sent = None;
+                if let Some(i) = self.conn_for(to) {
+                    let r = self
+                        .conns
+                        .slot(i)
+                        .map(|c| batch::send_segments(&c.sock, None, segs, seg));
+                    sent = self.conn_result(i, r);
+                }
+                // Only the unconnected socket's errors say whether GSO works: a connected
+                // one also fails when its pinned address has gone.
+                if sent.is_none() {
+                    sent = self
+                        .socket_for(to)
+                        .map(|s| batch::send_segments(s, Some(to), segs, seg));
+                }
                 if let Some(Err(e)) = sent {
                     let one_by_one = if gso_unsupported(&e) {
                         log::info(format_args!(
@@ -461,33 +474,81 @@ impl Io {
         }
     }
 
-    /// Sends `tx.out[from..to]` as single datagrams, a `sendmmsg` per run of one address
-    /// family (at most MAX_SEGMENTS each).
-    fn send_each(&self, tx: &TxBatch, from: usize, to: usize) {
+    /// Sends `tx.out[from..to]` as single datagrams, a `sendmmsg` per run to one connected
+    /// endpoint, else per run of one address family (at most MAX_SEGMENTS each).
+    fn send_each(&mut self, tx: &TxBatch, from: usize, to: usize) {
         let (arena, slot_len, out) = (&tx.arena, tx.slot_len, &tx.out);
-        let mut sendmany = self.sendmany.borrow_mut();
         let mut j = from;
         while j < to {
-            let v4 = out[j].0.is_ipv4();
+            let first = out[j].0;
+            let conn = self.conn_for(first);
+            let v4 = first.is_ipv4();
             let n = out[j..to]
                 .iter()
                 .take(batch::MAX_SEGMENTS)
-                .take_while(|o| o.0.is_ipv4() == v4)
+                .take_while(|o| {
+                    if conn.is_some() {
+                        o.0 == first
+                    } else {
+                        o.0.is_ipv4() == v4
+                    }
+                })
                 .count();
-            if let Some(sock) = self.socket_for(out[j].0) {
-                stats::add(&self.stats.udp_send_calls, 1);
-                let msgs = out[j..j + n]
+            let msgs = || {
+                out[j..j + n]
                     .iter()
-                    .map(|&(addr, i, len)| (addr, &arena[i * slot_len..i * slot_len + len]));
-                match batch::send_many(sock, &mut sendmany, msgs) {
+                    .map(|&(addr, i, len)| (addr, &arena[i * slot_len..i * slot_len + len]))
+            };
+            let mut sent = None;
+            if let Some(i) = conn {
+                stats::add(&self.stats.udp_send_calls, 1);
+                let r = self.conns.slot(i).map(|c| {
+                    batch::send_many(&c.sock, &mut self.sendmany.borrow_mut(), true, msgs())
+                });
+                sent = self.conn_result(i, r);
+            }
+            if let (None, Some(sock)) = (&sent, self.socket_for(first)) {
+                stats::add(&self.stats.udp_send_calls, 1);
+                sent = Some(batch::send_many(
+                    sock,
+                    &mut self.sendmany.borrow_mut(),
+                    false,
+                    msgs(),
+                ));
+            }
+            if let Some(sent) = sent {
+                match sent {
                     Ok(sent) => stats::add(&self.stats.udp_tx_datagrams, sent as u64),
                     // A full socket buffer or an unreachable network drops the batch, like a
                     // link would.
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                    Err(e) => log::verbose(format_args!("send to {} failed: {e}", out[j].0)),
+                    Err(e) => log::verbose(format_args!("send to {first} failed: {e}")),
                 }
             }
             j += n;
+        }
+    }
+
+    /// The slot of the connected socket to send `to`'s data from, opened if need be.
+    fn conn_for(&mut self, to: SocketAddr) -> Option<usize> {
+        let (port, mark, base) = (self.port, self.fwmark, self.base);
+        self.conns.get_or_open(to, port, mark, &self.reg, base)
+    }
+
+    /// What a send on connected slot `i` returned, or None to send again unconnected: after
+    /// an error other than a full buffer. The socket is closed then (its pinned route or
+    /// address may be gone), unless the error was the endpoint's earlier ICMP unreachable,
+    /// which the kernel reports once.
+    fn conn_result<T>(&mut self, i: usize, r: Option<io::Result<T>>) -> Option<io::Result<T>> {
+        match r {
+            Some(Err(e)) if e.kind() != io::ErrorKind::WouldBlock => {
+                if e.kind() != io::ErrorKind::ConnectionRefused {
+                    log::verbose(format_args!("connected send failed ({e}); closing it"));
+                    self.conns.close(i, &self.reg);
+                }
+                None
+            }
+            r => r,
         }
     }
 

@@ -260,6 +260,10 @@ impl Io {
             }
         }
         let applied = dev.apply(&req, now);
+        if self.fwmark != dev.fwmark {
+            self.fwmark = dev.fwmark;
+            self.conns.close_all(&self.reg); // routed with the old mark
+        }
         if applied.fwmark_changed && !rebound {
             let socks = [&self.udp6, &self.hs4, &self.hs6];
             for s in std::iter::once(&self.udp4).chain(socks.into_iter().flatten()) {

@@ -1,0 +1,155 @@
+//! Connected UDP sockets, one per endpoint the tunnel sends data to. The kernel routes a
+//! connected socket once and keeps the route on it; every send from the unconnected data
+//! socket looks the route up again (and copies and checks the address). Where UDP GSO is
+//! refused (a NIC without checksum offload, the design's target) each datagram is its own
+//! send, and those per-send steps were the largest kernel cost after the copies
+//! (bench/router profiles).
+//!
+//! A connected socket also receives what its endpoint sends (see `udp::connect`), so the
+//! loop reads it like the data socket. The local address it was given at connect time is
+//! pinned, so any address, route or link change closes them all (new ones are made on the
+//! next send), as does a new listen port or fwmark. One that has sent nothing for a sweep
+//! period is closed too (the peer roamed or went quiet).
+
+use super::*;
+use std::cell::Cell;
+
+/// Connected sockets per interface; past this, endpoints are sent to unconnected.
+pub(super) const MAX_CONNS: usize = 32;
+/// Token of slot i: `base + CONN_TOKEN + i` (above every UAPI client's token).
+pub(super) const CONN_TOKEN: u64 = 1 << 31;
+/// How often idle connected sockets are closed and failed endpoints may be tried again.
+const SWEEP: Duration = Duration::from_secs(30);
+
+pub(super) struct Conn {
+    pub(super) to: SocketAddr,
+    pub(super) sock: UdpSocket,
+    /// Sent on since the last sweep.
+    used: Cell<bool>,
+}
+
+#[derive(Default)]
+pub(super) struct Conns {
+    slots: Vec<Option<Conn>>,
+    /// Endpoints a connect failed for (no route yet, ...): not tried again until the next sweep.
+    failed: Vec<SocketAddr>,
+    /// Off for good once the listening sockets turned out not to be in a SO_REUSEPORT group.
+    off: bool,
+    swept: Option<Instant>,
+}
+
+impl Conns {
+    /// The connected socket for `to`, marked as used.
+    pub(super) fn get(&self, to: SocketAddr) -> Option<&UdpSocket> {
+        let c = self.slots.iter().flatten().find(|c| c.to == to)?;
+        c.used.set(true);
+        Some(&c.sock)
+    }
+
+    /// The slot of `to`'s connected socket, opened now if there is none (and one may be).
+    pub(super) fn get_or_open(
+        &mut self,
+        to: SocketAddr,
+        port: u16,
+        fwmark: u32,
+        reg: &Registry,
+        base: u64,
+    ) -> Option<usize> {
+        if let Some(i) = self
+            .slots
+            .iter()
+            .position(|c| c.as_ref().is_some_and(|c| c.to == to))
+        {
+            return Some(i);
+        }
+        if self.off || self.failed.contains(&to) {
+            return None;
+        }
+        let i = match self.slots.iter().position(Option::is_none) {
+            Some(i) => i,
+            None if self.slots.len() < MAX_CONNS => {
+                self.slots.push(None);
+                self.slots.len() - 1
+            }
+            None => return None,
+        };
+        let opened = udp::connect(to, port, fwmark).and_then(|sock| {
+            reg.add(sock.as_fd(), base + CONN_TOKEN + i as u64, Interest::Read)?;
+            Ok(sock)
+        });
+        match opened {
+            Ok(sock) => {
+                self.slots[i] = Some(Conn {
+                    to,
+                    sock,
+                    used: Cell::new(true),
+                });
+                Some(i)
+            }
+            Err(e) if e.kind() == io::ErrorKind::AddrInUse => {
+                log::verbose(format_args!(
+                    "no connected sockets ({e}): every datagram is routed on its own"
+                ));
+                self.off = true;
+                None
+            }
+            Err(e) => {
+                log::verbose(format_args!("no connected socket to {to} yet: {e}"));
+                if self.failed.len() < MAX_CONNS {
+                    self.failed.push(to);
+                }
+                None
+            }
+        }
+    }
+
+    pub(super) fn slot(&self, i: usize) -> Option<&Conn> {
+        self.slots.get(i)?.as_ref()
+    }
+
+    /// Closes slot `i` (a send failed: its pinned route or address may be gone).
+    pub(super) fn close(&mut self, i: usize, reg: &Registry) {
+        if let Some(c) = self.slots.get_mut(i).and_then(Option::take) {
+            reg.delete(c.sock.as_fd());
+        }
+    }
+
+    /// Closes every connected socket (addresses or routes changed, new port or fwmark).
+    pub(super) fn close_all(&mut self, reg: &Registry) {
+        for i in 0..self.slots.len() {
+            self.close(i, reg);
+        }
+        self.failed.clear();
+    }
+
+    /// Every SWEEP: closes the sockets nothing was sent on since the last sweep, and lets
+    /// failed endpoints be tried again.
+    pub(super) fn sweep(&mut self, now: Instant, reg: &Registry) {
+        let Some(last) = self.swept else {
+            self.swept = Some(now);
+            return;
+        };
+        if now.saturating_duration_since(last) < SWEEP {
+            return;
+        }
+        self.swept = Some(now);
+        self.failed.clear();
+        for i in 0..self.slots.len() {
+            match &self.slots[i] {
+                Some(c) if !c.used.replace(false) => self.close(i, reg),
+                _ => {}
+            }
+        }
+    }
+
+    /// Slots that are open, as a bit mask (bit i: slot i).
+    pub(super) fn open_mask(&self) -> u32 {
+        let mut m = 0;
+        for (i, c) in self.slots.iter().enumerate() {
+            if c.is_some() {
+                m |= 1 << i;
+            }
+        }
+        m
+    }
+}
