@@ -9,10 +9,12 @@ use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 /// steer by message type (SO_REUSEPORT + a classic BPF program, Linux >= 4.5), a second
 /// socket that gets every datagram that is not transport data for one of our sessions:
 /// handshakes, cookie replies, garbage, and data messages whose receiver index does not
-/// carry the device's tag (see `Device::index_tag`). A flood of those then fills only its own queue, which the loop serves a
-/// bounded batch at a time, and never crowds the tunnel's packets out of theirs (with one
-/// queue the kernel dropped both alike once the daemon fell behind). Everything is sent
-/// from the data socket.
+/// carry the device's tag (see `Device::index_tag`). A flood of those then fills only its
+/// own queue, which the loop serves a bounded batch at a time, and never crowds the tunnel's
+/// packets out of theirs (with one queue the kernel dropped both alike once the daemon fell
+/// behind). Datagrams go out from a connected socket per endpoint (`connect`), else from the
+/// data socket. A connected socket also receives everything its endpoint sends, handshakes
+/// included: a flood forged with a peer's address shares that peer's queue.
 pub struct UdpPair {
     pub v4: UdpSocket,
     pub v6: Option<UdpSocket>,
