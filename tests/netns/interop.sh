@@ -225,6 +225,12 @@ roam_replies_at_least() {
 # source address (ENETUNREACH) until its 15 s "stopped hearing back"
 # re-handshake; the measured gap is printed so faster recovery is visible.
 ROAM_RESUME_S=${ROAM_RESUME_S:-25}
+# a_connected_from LOCAL: A has a UDP socket connected from LOCAL:port A to B's
+# endpoint (solowg sends a peer's data from one; `ss -u` lists connected ones).
+a_connected_from() {
+	ip netns exec "$NT_NS_A" ss -Hnu | awk -v l="$1:$NT_PORT_A" -v p="$NT_OUT4_B:$NT_PORT_B" \
+		'{ for (i = 1; i < NF; i++) if ($i == l && $(i + 1) == p) f = 1 } END { exit !f }'
+}
 roam_test() {
 	local log="$NT_TMP/roam-ping.log" ppid before t0 t1
 	# ping prints one line per reply and flushes it, so the file is live.
@@ -237,6 +243,10 @@ roam_test() {
 		return 0
 	fi
 	before=$(roam_replies "$log")
+	if [[ $A == solowg ]]; then
+		nt_check v4.roam.connected-socket-before nt_wait_until 2 a_connected_from "$NT_OUT4_A" ||
+			nt_info "A's UDP sockets: $(ip netns exec "$NT_NS_A" ss -Hnua | tr -s ' \n' ' ')"
+	fi
 	if ! { ip -n "$NT_NS_A" addr add "$NT_OUT4_ROAM/24" dev "$NT_VETH_A" &&
 		ip -n "$NT_NS_A" addr del "$NT_OUT4_A/24" dev "$NT_VETH_A"; }; then
 		nt_fail v4.roam.move-address
@@ -250,6 +260,15 @@ roam_test() {
 		nt_pass v4.roam.traffic-resumes "5 more replies within $((t1 - t0)) ms"
 	else
 		nt_fail v4.roam.traffic-resumes "fewer than 5 replies in $ROAM_RESUME_S s after the move"
+	fi
+	if [[ $A == solowg ]]; then
+		# The old source address is gone: the socket pinned to it must have been replaced.
+		nt_check v4.roam.connected-socket-moved nt_wait_until 2 a_connected_from "$NT_OUT4_ROAM" || true
+		if a_connected_from "$NT_OUT4_A"; then
+			nt_fail v4.roam.connected-socket-old-closed
+		else
+			nt_pass v4.roam.connected-socket-old-closed
+		fi
 	fi
 	if nt_has_faithful_uapi "$B"; then
 		nt_check "v4.roam.endpoint-followed.B-$B" \

@@ -468,6 +468,7 @@ impl Io {
                 }
             } else {
                 let (_, i, len) = tx.out[j];
+                self.conn_for(to); // so that send_udp finds one
                 self.send_udp(to, slot(i, len));
             }
             j = k;
