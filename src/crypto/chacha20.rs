@@ -143,7 +143,17 @@ impl ChaCha20 {
         ]
     }
 
-    /// One 64-byte keystream block (e.g. block 0 for the Poly1305 one-time key).
+    /// One keystream block as the 16 little-endian words it is made of, into `out` (e.g.
+    /// block 0 for the Poly1305 one-time key, which wants words: no trip through bytes).
+    pub fn block_words(&self, counter: u32, out: &mut [u32; 16]) {
+        *out = [0; 16];
+        self.xor_words(counter, out);
+        for w in out.iter_mut() {
+            *w = u32::from_le(*w);
+        }
+    }
+
+    /// One 64-byte keystream block.
     pub fn block(&self, counter: u32) -> [u8; BLOCK_LEN] {
         let mut words = [0u32; 16];
         self.xor_words(counter, &mut words);

@@ -31,9 +31,10 @@ struct State {
 }
 
 impl State {
-    fn new(key: &[u8; 32]) -> Self {
+    /// `r` from the key's first four little-endian words, clamped.
+    fn new(r: [u32; 4]) -> Self {
         const CLAMP: [u32; 4] = [0x0fff_ffff, 0x0fff_fffc, 0x0fff_fffc, 0x0fff_fffc];
-        let mut r = le_words(&key[..16]);
+        let mut r = r;
         for (w, m) in r.iter_mut().zip(CLAMP) {
             *w &= m;
         }
@@ -61,8 +62,16 @@ pub struct Poly1305 {
 impl Poly1305 {
     pub fn new(key: &[u8; 32]) -> Self {
         Poly1305 {
-            st: State::new(key),
+            st: State::new(le_words(&key[..16])),
             s: le_words(&key[16..]),
+        }
+    }
+
+    /// Keyed with the first eight of `key`, little-endian words (`ChaCha20::block_words`).
+    pub fn from_words(key: &[u32; 16]) -> Self {
+        Poly1305 {
+            st: State::new([key[0], key[1], key[2], key[3]]),
+            s: [key[4], key[5], key[6], key[7]],
         }
     }
 
