@@ -265,8 +265,9 @@ impl Io {
     fn check_link(&mut self, dev: &mut Device, buf: &mut [u8]) -> Result<(), io::Error> {
         let mut events = Vec::new();
         if let Err(e) = self.link.drain(buf, &mut events) {
-            self.conns.close_all(&self.reg); // what we missed may have moved a route
-                                             // Missed notifications (ENOBUFS): ask directly whether the link still exists.
+            // Missed notifications (ENOBUFS): what we missed may have moved a route, and we
+            // ask directly whether the link still exists.
+            self.conns.close_all(&self.reg);
             if crate::sys::netlink::ifindex(&self.ifname) != Some(self.link.ifindex()) {
                 return Err(e);
             }

@@ -46,7 +46,8 @@ impl Conns {
         Some(&c.sock)
     }
 
-    /// The slot of `to`'s connected socket, opened now if there is none (and one may be).
+    /// The slot of `to`'s connected socket, opened now if there is none (and one may be);
+    /// marked as used.
     pub(super) fn get_or_open(
         &mut self,
         to: SocketAddr,
@@ -60,6 +61,9 @@ impl Conns {
             .iter()
             .position(|c| c.as_ref().is_some_and(|c| c.to == to))
         {
+            if let Some(c) = &self.slots[i] {
+                c.used.set(true);
+            }
             return Some(i);
         }
         if self.off || self.failed.contains(&to) {
@@ -151,5 +155,35 @@ impl Conns {
             }
         }
         m
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sys::poller::Poller;
+
+    #[test]
+    fn a_socket_in_use_survives_sweeps_and_an_idle_one_is_closed() {
+        let poller = Poller::new().unwrap();
+        let reg = poller.registry();
+        let pair = udp::bind(0, 0, 0x123).expect("bind");
+        let peer = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let to = peer.local_addr().unwrap();
+        let mut conns = Conns::default();
+        let t0 = Instant::now();
+        conns.sweep(t0, &reg);
+        let i = conns
+            .get_or_open(to, pair.port, 0, &reg, 0)
+            .expect("opened");
+        for k in 1..=3u32 {
+            // Reached only through get_or_open (the batch path), as a busy tunnel does.
+            assert_eq!(conns.get_or_open(to, pair.port, 0, &reg, 0), Some(i));
+            conns.sweep(t0 + SWEEP * k, &reg);
+            assert!(conns.slot(i).is_some(), "closed while in use (sweep {k})");
+        }
+        conns.sweep(t0 + SWEEP * 4, &reg); // nothing sent since sweep 3
+        assert!(conns.slot(i).is_none());
+        assert_eq!(conns.open_mask(), 0);
     }
 }
