@@ -156,10 +156,10 @@ impl ChaCha20 {
     /// One 64-byte keystream block.
     pub fn block(&self, counter: u32) -> [u8; BLOCK_LEN] {
         let mut words = [0u32; 16];
-        self.xor_words(counter, &mut words);
+        self.block_words(counter, &mut words);
         let mut out = [0u8; BLOCK_LEN];
         for (o, w) in out.chunks_exact_mut(4).zip(words.iter()) {
-            o.copy_from_slice(&w.to_ne_bytes());
+            o.copy_from_slice(&w.to_le_bytes());
         }
         words.zeroize();
         out
