@@ -187,10 +187,23 @@ impl ChaCha20 {
             // instead of staging copies. Wiped afterwards.
             let mut ks = [0u32; 16];
             self.xor_words(ctr, &mut ks);
-            for (chunk, w) in rest.chunks_mut(4).zip(ks.iter()) {
-                for (b, k) in chunk.iter_mut().zip(w.to_ne_bytes()) {
-                    *b ^= k;
+            // Whole words of an aligned tail a word at a time (a packet's usually is), the
+            // rest by bytes.
+            let whole = rest.len() & !3;
+            let (head, bytes) = rest.split_at_mut(whole);
+            let done = match as_aligned_words(head) {
+                Some(words) => {
+                    for (w, k) in words.iter_mut().zip(ks.iter()) {
+                        *w ^= k;
+                    }
+                    whole
                 }
+                None => 0,
+            };
+            let tail = if done == whole { bytes } else { rest };
+            for (i, b) in tail.iter_mut().enumerate() {
+                let j = done + i;
+                *b ^= ks[j / 4].to_ne_bytes()[j % 4];
             }
             ks.zeroize();
         }

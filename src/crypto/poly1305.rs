@@ -59,6 +59,10 @@ pub struct Poly1305 {
     s: [u32; 4],
 }
 
+/// The zero-padded last block of `update_padded`.
+#[repr(C, align(4))]
+struct Padded([u8; 16]);
+
 impl Poly1305 {
     pub fn new(key: &[u8; 32]) -> Self {
         Poly1305 {
@@ -81,9 +85,10 @@ impl Poly1305 {
         let full = data.len() & !15;
         blocks(&mut self.st, &data[..full], 1);
         if full < data.len() {
-            let mut last = [0u8; 16];
-            last[..data.len() - full].copy_from_slice(&data[full..]);
-            blocks(&mut self.st, &last, 1);
+            // Word-aligned, so the block function takes its word-load path.
+            let mut last = Padded([0; 16]);
+            last.0[..data.len() - full].copy_from_slice(&data[full..]);
+            blocks(&mut self.st, &last.0, 1);
         }
     }
 
