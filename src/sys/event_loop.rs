@@ -230,6 +230,7 @@ impl Io {
         stats::add(&self.stats.udp_tx_datagrams, 1);
         if let Err(e) = sent {
             // A full socket buffer or an unreachable network drops the packet, like a link would.
+            stats::add(&self.stats.udp_tx_dropped, 1);
             if e.kind() != io::ErrorKind::WouldBlock {
                 log::verbose(format_args!("send to {to} failed: {e}"));
             }

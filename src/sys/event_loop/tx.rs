@@ -460,7 +460,9 @@ impl Io {
                         self.gso_max_seg = seg - 1;
                         true
                     } else {
-                        false // full socket buffer: dropped, as a congested link would
+                        // Full socket buffer: dropped, as a congested link would.
+                        stats::add(&self.stats.udp_tx_dropped, (k - j) as u64);
+                        false
                     };
                     if one_by_one {
                         self.send_each(tx, j, k);
@@ -518,13 +520,19 @@ impl Io {
                 ));
             }
             if let Some(sent) = sent {
-                match sent {
-                    Ok(sent) => stats::add(&self.stats.udp_tx_datagrams, sent as u64),
-                    // A full socket buffer or an unreachable network drops the batch, like a
-                    // link would.
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                    Err(e) => log::verbose(format_args!("send to {first} failed: {e}")),
-                }
+                stats::add(&self.stats.udp_tx_datagrams, n as u64);
+                // A full socket buffer or an unreachable network drops what the kernel did
+                // not take, like a link would.
+                let dropped = match sent {
+                    Ok(sent) => n.saturating_sub(sent),
+                    Err(e) => {
+                        if e.kind() != io::ErrorKind::WouldBlock {
+                            log::verbose(format_args!("send to {first} failed: {e}"));
+                        }
+                        n
+                    }
+                };
+                stats::add(&self.stats.udp_tx_dropped, dropped as u64);
             }
             j += n;
         }

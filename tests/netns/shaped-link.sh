@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# A shaped uplink, as behind a router's traffic shaper: A's outer link is held to 20 Mbit/s
+# by tbf with a queue longer than A's UDP socket buffer, and 100 Mbit/s of UDP goes into the
+# tunnel, so A's sends find the socket buffer full. A must drop what the kernel does not
+# take, count it (udp_tx_dropped), keep carrying the traffic, and its counters must add up:
+# datagrams handed to the kernel minus those it refused = datagrams B received.
+#   usage: shaped-link.sh solowg
+set -euo pipefail
+
+here=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$here/lib.sh"
+
+U=${1:-solowg}
+nt_setup
+nt_require_tools iperf3 jq tc
+nt_require_impl "$U"
+nt_make_netns || nt_die "could not build the namespaces"
+
+for side in A B; do
+	ns=NT_NS_$side ifc=NT_IF_$side
+	nt_check "start.$side" nt_start_daemon "$U" "${!ns}" "${!ifc}" || {
+		nt_summary || true
+		exit 1
+	}
+done
+configure() {
+	nt_genkey sa && nt_genkey sb &&
+		nt_config_iface "$NT_NS_A" "$NT_IF_A" sa "$NT_PORT_A" &&
+		nt_config_iface "$NT_NS_B" "$NT_IF_B" sb "$NT_PORT_B" &&
+		nt_config_peer "$NT_NS_A" "$NT_IF_A" "$(nt_pub sb)" "$NT_IN4_B/32" "$NT_OUT4_B:$NT_PORT_B" &&
+		nt_config_peer "$NT_NS_B" "$NT_IF_B" "$(nt_pub sa)" "$NT_IN4_A/32" "" &&
+		nt_iface_up "$NT_NS_A" "$NT_IF_A" "$NT_IN4_A" "$NT_IN6_A" &&
+		nt_iface_up "$NT_NS_B" "$NT_IF_B" "$NT_IN4_B" "$NT_IN6_B"
+}
+nt_check configure configure || true
+nt_check ping4 nt_wait_ping "$NT_NS_A" "$NT_IN4_B" 10 || true
+
+# 20 Mbit/s with 4 s of queue (10 MB): the qdisc takes more than the socket buffer holds,
+# so the socket buffer, not the qdisc, is where the excess meets the daemon.
+nt_check shape.A-outer ip -n "$NT_NS_A" link set "$NT_VETH_A" qlen 10000 || true
+nt_check shape.A-outer-tbf tc -n "$NT_NS_A" qdisc replace dev "$NT_VETH_A" root tbf rate 20mbit burst 6000 latency 4s || true
+
+# counters IF NS: the daemon's last stats line for IF (after SIGUSR1).
+counters() {
+	local log="$NT_TMP/daemon-$1-$U.log" n
+	n=$(grep -c "stats $1: " "$log" || true)
+	kill -USR1 "$(nt_daemon_os_pid "$1")" || return 1
+	nt_wait_until 3 test "$(grep -c "stats $1: " "$log")" -gt "$n" || return 1
+	grep "stats $1: " "$log" | tail -n 1
+}
+a0=$(counters "$NT_IF_A") || a0=
+b0=$(counters "$NT_IF_B") || b0=
+
+name=iperf3-udp-100M-5s.A-to-B-through-the-shaper
+if nt_iperf "$NT_NS_A" "$NT_NS_B" "$NT_IN4_B" -u -b 100M -l 1300 -t 5 && ((NT_IPERF_RECV > 1000000)); then
+	nt_pass "$name" "$NT_IPERF_MBPS Mbit/s"
+else
+	nt_fail "$name" "iperf3: sent=$NT_IPERF_SENT received=$NT_IPERF_RECV"
+fi
+# Nothing in flight before the counters are read again (the queue drains in < 2 s).
+sleep 3
+a1=$(counters "$NT_IF_A") || a1=
+b1=$(counters "$NT_IF_B") || b1=
+nt_info "A: $a1"
+nt_info "B: $b1"
+nt_info "A's shaper: $(tc -n "$NT_NS_A" -s qdisc show dev "$NT_VETH_A" | tr '\n' ' ')"
+
+# field LINE KEY
+field() { tr ' ' '\n' <<<"$1" | sed -n "s/^$2=//p"; }
+delta() { echo $(($(field "$2" "$3") - $(field "$1" "$3"))); }
+sent=$(delta "$a0" "$a1" udp_tx_datagrams) || sent=0
+dropped=$(delta "$a0" "$a1" udp_tx_dropped) || dropped=0
+got=$(delta "$b0" "$b1" udp_rx_datagrams) || got=0
+nt_info "A handed $sent datagrams to the kernel, $dropped refused; B received $got"
+# The shaper itself dropped nothing (its queue is longer than the socket buffer).
+shaper_dropped() { tc -n "$NT_NS_A" -s qdisc show dev "$NT_VETH_A" | grep -o 'dropped [0-9]*' | head -n 1 | cut -d' ' -f2; }
+nt_check shaper-dropped-nothing test "$(shaper_dropped)" = 0 || true
+nt_check socket-buffer-filled test "$dropped" -gt 0 || true
+nt_check counters-add-up test "$((sent - dropped))" -eq "$got" || true
+nt_check tunnel-still-up nt_wait_ping "$NT_NS_A" "$NT_IN4_B" 5 || true
+nt_summary
