@@ -18,8 +18,7 @@ pub const TAG_LEN: usize = 16;
 #[inline(always)]
 fn init(key: &[u8; KEY_LEN], nonce: &[u8; NONCE_LEN]) -> (ChaCha20, Poly1305) {
     let cipher = ChaCha20::new(key, nonce);
-    let mut block0 = [0u32; 16];
-    cipher.block_words(0, &mut block0);
+    let mut block0 = cipher.block_words(0);
     let mac = Poly1305::from_words(&block0);
     block0.zeroize();
     (cipher, mac)
