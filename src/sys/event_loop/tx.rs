@@ -234,6 +234,7 @@ impl Io {
     /// (`read_tun_scatter`; its headers are then written into every slot and the payloads
     /// only summed), else copied out of `spill`. A batch whose slots run out is sent and
     /// the slots reused. True if more may be waiting.
+    #[inline(never)] // its own symbol, for openwrt/hot-text.ld
     pub(super) fn drain_tun_offload(
         &mut self,
         dev: &mut Device,
