@@ -465,11 +465,16 @@ impl Daemon {
         }
     }
 
-    /// Logs the counters (on SIGUSR1): one line for the loop, one per interface.
+    /// Logs the counters (on SIGUSR1): one line for the loop, one per interface with the
+    /// data path's counters and the protocol's drops that happened (`drop_<reason>=n`).
     fn log_stats(&self) {
         log::info(format_args!("stats: waits={}", self.waits));
         for s in self.slots() {
-            log::info(format_args!("stats {}: {}", s.io.ifname, s.io.stats));
+            let mut drops = String::new();
+            for (r, n) in s.dev.drops().filter(|&(_, n)| n > 0) {
+                drops.push_str(&format!(" drop_{}={n}", r.name()));
+            }
+            log::info(format_args!("stats {}: {}{drops}", s.io.ifname, s.io.stats));
         }
     }
 
