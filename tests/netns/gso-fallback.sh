@@ -27,16 +27,7 @@ nt_check start.B nt_start_daemon "$U" "$NT_NS_B" "$NT_IF_B" || {
 	nt_summary || true
 	exit 1
 }
-configure() {
-	nt_genkey ga && nt_genkey gb &&
-		nt_config_iface "$NT_NS_A" "$NT_IF_A" ga "$NT_PORT_A" &&
-		nt_config_iface "$NT_NS_B" "$NT_IF_B" gb "$NT_PORT_B" &&
-		nt_config_peer "$NT_NS_A" "$NT_IF_A" "$(nt_pub gb)" "$NT_IN4_B/32" "$NT_OUT4_B:$NT_PORT_B" &&
-		nt_config_peer "$NT_NS_B" "$NT_IF_B" "$(nt_pub ga)" "$NT_IN4_A/32" "" &&
-		nt_iface_up "$NT_NS_A" "$NT_IF_A" "$NT_IN4_A" "$NT_IN6_A" &&
-		nt_iface_up "$NT_NS_B" "$NT_IF_B" "$NT_IN4_B" "$NT_IN6_B"
-}
-nt_check configure configure || true
+nt_check configure nt_config_pair ga gb v4 || true
 nt_check ping4 nt_wait_ping "$NT_NS_A" "$NT_IN4_B" 10 || true
 
 name=iperf3-20M.A-to-B-with-GSO-failing

@@ -423,6 +423,22 @@ nt_iface_up() {
 	ip -n "$1" link set dev "$2" up
 }
 
+# nt_config_pair KEY_A KEY_B [v4]: the usual pair, keys made here: A knows B's outer address,
+# B learns A's from its first message; each allows the other's inner addresses (with v4,
+# only IPv4: the kernel's own IPv6 chatter then stays out of the tunnel, for tests that
+# count datagrams); both up.
+nt_config_pair() {
+	local to_a="$NT_IN4_A/32,$NT_IN6_A/128" to_b="$NT_IN4_B/32,$NT_IN6_B/128"
+	[[ ${3:-} != v4 ]] || to_a=$NT_IN4_A/32 to_b=$NT_IN4_B/32
+	nt_genkey "$1" && nt_genkey "$2" &&
+		nt_config_iface "$NT_NS_A" "$NT_IF_A" "$1" "$NT_PORT_A" &&
+		nt_config_iface "$NT_NS_B" "$NT_IF_B" "$2" "$NT_PORT_B" &&
+		nt_config_peer "$NT_NS_A" "$NT_IF_A" "$(nt_pub "$2")" "$to_b" "$NT_OUT4_B:$NT_PORT_B" &&
+		nt_config_peer "$NT_NS_B" "$NT_IF_B" "$(nt_pub "$1")" "$to_a" &&
+		nt_iface_up "$NT_NS_A" "$NT_IF_A" "$NT_IN4_A" "$NT_IN6_A" &&
+		nt_iface_up "$NT_NS_B" "$NT_IF_B" "$NT_IN4_B" "$NT_IN6_B"
+}
+
 # Field N of the single peer line of `wg show IF dump`:
 # 3=endpoint 5=latest-handshake 6=rx-bytes 7=tx-bytes.
 nt_peer_field() {
