@@ -528,6 +528,16 @@ struct Candidate {
     psh: bool,
 }
 
+/// Why `TcpCoalescer::add` left a packet out.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Refused {
+    /// Not a TCP segment with payload (a pure ACK, a SYN, a fragment, not TCP): it joins no
+    /// group; write it on its own, after the group.
+    Never,
+    /// It does not continue the group: flush the group, then it starts the next one.
+    NotNext,
+}
+
 fn candidate(p: &[u8]) -> Option<Candidate> {
     let (v6, l4) = match p.first()? >> 4 {
         4 if p.len() >= 20 => {
@@ -586,12 +596,11 @@ impl TcpCoalescer {
     }
 
     /// Adds the packet `buf[start..start + len]` to the group, or starts a group with it if
-    /// there is none. False: it does not belong (flush the group, then `add` it again) or,
-    /// with no group, cannot be coalesced at all (write it on its own).
-    pub fn add(&mut self, buf: &[u8], start: usize, len: usize) -> bool {
+    /// there is none; if not, says why.
+    pub fn add(&mut self, buf: &[u8], start: usize, len: usize) -> Result<(), Refused> {
         let p = &buf[start..start + len];
         let Some(c) = candidate(p) else {
-            return false;
+            return Err(Refused::Never);
         };
         if self.n == 0 {
             *self = TcpCoalescer {
@@ -606,7 +615,7 @@ impl TcpCoalescer {
                 closed: c.psh,
             };
             self.pkts[0] = (start, len);
-            return true;
+            return Ok(());
         }
         if self.closed
             || self.n == MAX_COALESCE
@@ -616,7 +625,7 @@ impl TcpCoalescer {
             || c.payload > self.gso_size
             || self.total + c.payload > 65535
         {
-            return false;
+            return Err(Refused::NotNext);
         }
         let (fs, _) = self.pkts[0];
         let first = &buf[fs..fs + self.hdr_len];
@@ -632,14 +641,14 @@ impl TcpCoalescer {
             && first[l4 + 14..l4 + 16] == p[l4 + 14..l4 + 16]
             && first[l4 + 18..h] == p[l4 + 18..h];
         if !ip_same || !tcp_same {
-            return false;
+            return Err(Refused::NotNext);
         }
         self.pkts[self.n] = (start, len);
         self.n += 1;
         self.total += c.payload;
         self.next_seq = c.seq.wrapping_add(c.payload as u32);
         self.closed = c.psh || c.payload < self.gso_size;
-        true
+        Ok(())
     }
 
     /// Ends the group: for two packets or more, rewrites the first packet's headers to
@@ -990,7 +999,7 @@ mod tests {
         }
         let mut co = TcpCoalescer::default();
         for &(s, len) in &placed {
-            assert!(co.add(&buf, s, len));
+            assert_eq!(co.add(&buf, s, len), Ok(()));
         }
         assert_eq!(co.len(), placed.len().min(MAX_COALESCE));
         let mut out = Vec::new();
@@ -1045,19 +1054,20 @@ mod tests {
         }
         let mut co = TcpCoalescer::default();
         // Out of order: the third segment does not follow the first.
-        assert!(co.add(&buf, at[0].0, at[0].1));
-        assert!(!co.add(&buf, at[2].0, at[2].1));
+        assert_eq!(co.add(&buf, at[0].0, at[0].1), Ok(()));
+        assert_eq!(co.add(&buf, at[2].0, at[2].1), Err(Refused::NotNext));
         // Another flow (source port) does not join.
         buf[at[1].0 + 20] ^= 1;
-        assert!(!co.add(&buf, at[1].0, at[1].1));
+        assert_eq!(co.add(&buf, at[1].0, at[1].1), Err(Refused::NotNext));
         buf[at[1].0 + 20] ^= 1;
-        // A SYN or a pure ACK starts nothing.
+        // A SYN or a pure ACK starts nothing, with or without a group.
         let mut solo = TcpCoalescer::default();
         buf[at[1].0 + 33] |= 0x02;
-        assert!(!solo.add(&buf, at[1].0, at[1].1));
+        assert_eq!(solo.add(&buf, at[1].0, at[1].1), Err(Refused::Never));
+        assert_eq!(co.add(&buf, at[1].0, at[1].1), Err(Refused::Never));
         buf[at[1].0 + 33] &= !0x02;
-        assert!(!solo.add(&buf, at[1].0, 52));
-        assert!(co.add(&buf, at[1].0, at[1].1));
+        assert_eq!(solo.add(&buf, at[1].0, 52), Err(Refused::Never));
+        assert_eq!(co.add(&buf, at[1].0, at[1].1), Ok(()));
         assert_eq!(co.len(), 2);
     }
 

@@ -143,9 +143,15 @@ impl Io {
                 match verdict {
                     Verdict::WriteTun { start, len } if vnet => {
                         let start = off + start;
-                        if !co.add(buf, start, len) {
-                            self.flush_group(co, buf);
-                            if !co.add(buf, start, len) {
+                        match co.add(buf, start, len) {
+                            Ok(()) => {}
+                            Err(offload::Refused::NotNext) => {
+                                self.flush_group(co, buf);
+                                // Starts a group: a packet refused only for not following.
+                                let _ = co.add(buf, start, len);
+                            }
+                            Err(offload::Refused::Never) => {
+                                self.flush_group(co, buf);
                                 self.write_tun(buf, start, len);
                             }
                         }
