@@ -43,6 +43,7 @@ struct Args {
     ifname: String,
 }
 
+#[inline(never)]
 fn parse_args(argv: Vec<String>) -> Result<Option<Args>, String> {
     let mut foreground = std::env::var("WG_PROCESS_FOREGROUND").is_ok_and(|v| v == "1");
     let mut ifname = None;
@@ -66,11 +67,13 @@ fn parse_args(argv: Vec<String>) -> Result<Option<Args>, String> {
     Ok(Some(Args { foreground, ifname }))
 }
 
-fn setup(ifname: &str) -> Result<(Daemon, u16, usize), String> {
+#[inline(never)] // its moves of a Device and the Daemon stay out of `run_foreground`'s frame
+fn setup(ifname: &str) -> Result<(Box<Daemon>, u16, usize), String> {
     // First, before any thread exists, so every thread inherits the blocked mask.
     let signals =
         crate::sys::signals::block_and_open().map_err(|e| format!("cannot set up signals: {e}"))?;
-    let mut daemon = Daemon::new(signals).map_err(|e| format!("cannot start event loop: {e}"))?;
+    let mut daemon =
+        Box::new(Daemon::new(signals).map_err(|e| format!("cannot start event loop: {e}"))?);
     let (tun, udp, uapi, dev) = iface::open(ifname, iface::DEFAULT_MTU)?;
     let (port, mtu) = (dev.listen_port, dev.mtu);
     daemon
@@ -81,6 +84,7 @@ fn setup(ifname: &str) -> Result<(Daemon, u16, usize), String> {
 
 /// Background mode: run ourselves in the foreground as a detached child and return once it
 /// says the interface is ready (or relay its error).
+#[inline(never)]
 fn spawn_background(ifname: &str) -> i32 {
     let exe = match std::env::current_exe() {
         Ok(p) => p,
@@ -131,6 +135,7 @@ fn spawn_background(ifname: &str) -> i32 {
 }
 
 /// `--uci`: every managed interface in one loop, with the ubus object.
+#[inline(never)]
 fn run_managed(args: &[String]) -> i32 {
     let mut opts = Options {
         config_dir: "/etc/config".into(),
@@ -164,23 +169,12 @@ fn run_managed(args: &[String]) -> i32 {
             }
         }
     }
-    let signals = match crate::sys::signals::block_and_open() {
-        Ok(s) => s,
-        Err(e) => {
-            log::error(format_args!("cannot set up signals: {e}"));
-            return 1;
-        }
-    };
-    let (mut daemon, mut managed) = match (Daemon::new(signals), Managed::new(opts)) {
-        (Ok(d), Ok(m)) => (d, m),
-        (Err(e), _) | (_, Err(e)) => {
-            log::error(format_args!("cannot start: {e}"));
-            return 1;
-        }
+    let Some((mut daemon, mut managed)) = start_managed(opts) else {
+        return 1;
     };
     log::info(format_args!("managed mode, serving ubus object 'solowg'"));
     sched::batch_scheduling();
-    let exit = daemon.run(Some(&mut managed));
+    let exit = daemon.run(Some(&mut *managed));
     managed.shutdown(&mut daemon);
     if let Exit::InterfaceGone(e) = exit {
         log::error(format_args!("event loop failed: {e}"));
@@ -188,6 +182,26 @@ fn run_managed(args: &[String]) -> i32 {
     }
     log::info(format_args!("shutting down"));
     0
+}
+
+/// The loop and the ubus object of `--uci`, boxed: `run_managed`'s frame then stays small
+/// (see `run_foreground`). None if either failed (logged).
+#[inline(never)]
+fn start_managed(opts: Options) -> Option<(Box<Daemon>, Box<Managed>)> {
+    let signals = match crate::sys::signals::block_and_open() {
+        Ok(s) => s,
+        Err(e) => {
+            log::error(format_args!("cannot set up signals: {e}"));
+            return None;
+        }
+    };
+    match (Daemon::new(signals), Managed::new(opts)) {
+        (Ok(d), Ok(m)) => Some((Box::new(d), Box::new(m))),
+        (Err(e), _) | (_, Err(e)) => {
+            log::error(format_args!("cannot start: {e}"));
+            None
+        }
+    }
 }
 
 /// Runs the command line `argv` (with the program name first); returns the exit status.
@@ -226,6 +240,16 @@ pub fn run(argv: Vec<String>) -> i32 {
     if !args.foreground {
         return spawn_background(&args.ifname);
     }
+    run_foreground(args)
+}
+
+/// The daemon in the foreground until it stops. Not inlined, like `run_managed` and
+/// `spawn_background`: `run`'s frame then stays small and the event loop's frames start
+/// near the top of the stack, so the data path's stack (about 5 KiB deep) spans one or two
+/// pairs of pages, each an entry of a MIPS 24K's 16-entry TLB, instead of two or three
+/// (bench/README.md).
+#[inline(never)]
+fn run_foreground(args: Args) -> i32 {
     let notify = std::env::var_os(NOTIFY_ENV).is_some();
     let (mut daemon, port, mtu) = match setup(&args.ifname) {
         Ok(x) => x,

@@ -208,6 +208,7 @@ pub fn parse_key(s: &str) -> Option<Zeroizing<[u8; 32]>> {
 }
 
 /// The `show` command: every interface, or the one named.
+#[inline(never)] // not part of the daemon's stack (see `super::run_foreground`)
 pub fn run(which: Option<&str>) -> Result<String, String> {
     let names = match which {
         Some(n) => vec![n.to_string()],

@@ -336,7 +336,9 @@ pub trait Control {
 pub struct Daemon {
     poller: Poller,
     signals: SignalFd,
-    slots: Vec<Option<Slot>>,
+    /// Boxed: a slot taken out (an interface gone) moves a pointer, not a kilobyte, so the
+    /// loop's stack frame stays small (see `cli::run_foreground`).
+    slots: Vec<Option<Box<Slot>>>,
     buf: Vec<u8>,
     tx: TxBatch,
     co: offload::TcpCoalescer,
@@ -409,17 +411,17 @@ impl Daemon {
             self.poller.registry(),
             (i as u64 + 1) << SLOT_SHIFT,
         )?;
-        self.slots[i] = Some(Slot {
+        self.slots[i] = Some(Box::new(Slot {
             io,
             dev,
             again: Ready::everything(),
-        });
+        }));
         Ok(())
     }
 
     /// Stops serving an interface; dropping the slot closes its TUN (the link goes) and
     /// sockets (they leave the epoll set by themselves).
-    pub fn remove(&mut self, ifname: &str) -> Option<Slot> {
+    pub fn remove(&mut self, ifname: &str) -> Option<Box<Slot>> {
         let i = self
             .slots
             .iter()
@@ -428,11 +430,11 @@ impl Daemon {
     }
 
     pub fn get(&self, ifname: &str) -> Option<&Slot> {
-        self.slots.iter().flatten().find(|s| s.io.ifname == ifname)
+        self.slots().find(|s| s.io.ifname == ifname)
     }
 
     pub fn slots(&self) -> impl Iterator<Item = &Slot> {
-        self.slots.iter().flatten()
+        self.slots.iter().flatten().map(|s| &**s)
     }
 
     /// Sets an interface's MTU: its TUN's, and the device's at once (padding follows it, and
@@ -467,6 +469,8 @@ impl Daemon {
 
     /// Logs the counters (on SIGUSR1): one line for the loop, one per interface with the
     /// data path's counters and the protocol's drops that happened (`drop_<reason>=n`).
+    #[cold]
+    #[inline(never)] // its formatting would enlarge the loop's stack frame
     fn log_stats(&self) {
         log::info(format_args!("stats: waits={}", self.waits));
         for s in self.slots() {
