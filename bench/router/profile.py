@@ -6,7 +6,9 @@ after it (prof-NAME.0, prof-NAME.1); the difference, attributed to the symbol ho
 block's start, is the run's profile. Kernel and module symbols come from the guest's
 /proc/kallsyms (kallsyms-NIC-IMPL.txt; Debian's System.map is a placeholder), solowg's from
 its unstripped ELF (names demangled by c++filt when present). A block is charged whole to
-the symbol its first instruction is in. The TLB refill handler is not a symbol: Linux copies
+the symbol its first instruction is in. Where the plugin also counted TLB refills by the
+page pair they filled (prof-NAME.N.tlb), a line says where they went: solowg's code, its
+other mappings (from maps-NIC-solowg.txt) and kernel modules (KSEG2, by kallsyms). The TLB refill handler is not a symbol: Linux copies
 it to EBase, a page it allocates at boot, found here as the page-aligned kernel block that is
 executed most and whose page also holds the general exception vector (EBase + 0x180), in
 KSEG0.
@@ -120,6 +122,49 @@ def text_symbols(path, pattern):
     return out
 
 
+def read_tlb(path):
+    """{VPN2 address: refills} from the plugin's FILE.tlb, {} if absent."""
+    if not os.path.exists(path):
+        return {}
+    with open(path) as f:
+        return {int(a, 16): int(n) for a, n in (line.split() for line in f)}
+
+
+def refill_regions(before, after, maps_path, kern, module_code):
+    """Refills between two dumps by where the page pair is: [(region, refills)], most first.
+    A module page pair is named after the module whose code ran most in it (module_code:
+    {VPN2: {module: instructions}}), as modules share pages."""
+    maps = []
+    if os.path.exists(maps_path):
+        for line in open(maps_path):
+            f = line.split()
+            lo, hi = (int(x, 16) for x in f[0].split("-"))
+            name = f[5] if len(f) >= 6 else "anonymous"
+            if name.endswith("solowg"):
+                name = "solowg " + {"r-xp": "code", "r--p": "read-only data"}.get(f[1], "data")
+            elif name == "[heap]" or name == "anonymous":
+                name = "heap (brk and mmap)"
+            maps.append((lo, hi, name))
+    by = {}
+    for vpn2, n in after.items():
+        n -= before.get(vpn2, 0)
+        if n <= 0:
+            continue
+        if vpn2 >= 0xC0000000:
+            ran = module_code.get(vpn2)
+            if ran:
+                region = "module " + max(ran, key=ran.get)
+            else:
+                m = re.search(r"\[(\w+)\]", kern.find(vpn2))
+                region = "module " + (m.group(1) if m else "?")
+        else:
+            # Either page of the pair; the lower when both are mapped.
+            region = next((r for lo, hi, r in maps for a in (vpn2, vpn2 + 4096) if lo <= a < hi),
+                          "other user")
+        by[region] = by.get(region, 0) + n
+    return sorted(by.items(), key=lambda kv: -kv[1])
+
+
 class Symbols:
     def __init__(self, pairs, label):
         pairs = sorted(set(pairs))
@@ -155,7 +200,7 @@ def main():
                 if len(f) >= 6 and "x" in f[1] and f[5].endswith("solowg"):
                     lo, hi = (int(x, 16) for x in f[0].split("-"))
         before, after = read_prof(p0), read_prof(p1)
-        by_sym, by_space = {}, {}
+        by_sym, by_space, module_code = {}, {}, {}
         total = 0
         def execs(addr):
             return after.get(addr, (0, 0))[1] - before.get(addr, (0, 0))[1]
@@ -177,6 +222,10 @@ def main():
                 space, sym = "kernel", "(general exception vector)"
             elif addr >= 0xC0000000:
                 space, sym = "modules", kern.find(addr)
+                m = re.search(r"\[(\w+)\]", sym)
+                ran = module_code.setdefault(addr & ~0x1FFF, {})
+                if m:
+                    ran[m.group(1)] = ran.get(m.group(1), 0) + d
             elif addr >= 0x80000000:
                 space, sym = "kernel", kern.find(addr)
             elif lo <= addr < hi:
@@ -194,6 +243,13 @@ def main():
         print(f"### profile {name}: {total / 1e9:.2f} G instructions ({split}); "
               f"{refills / 1e6:.2f} M TLB refills")
         print()
+        regions = refill_regions(read_tlb(p0 + ".tlb"), read_tlb(p1 + ".tlb"),
+                                 maps_path if impl == "solowg" else "", kern, module_code)
+        counted = sum(n for _, n in regions)
+        if counted:
+            print("TLB refills by page: " + ", ".join(
+                f"{r} {100 * n / counted:.0f}%" for r, n in regions if n >= counted / 200))
+            print()
         print("| share | where | symbol |")
         print("|---:|---|---|")
         for key, n in sorted(by_sym.items(), key=lambda kv: -kv[1])[: a.top]:
