@@ -19,10 +19,11 @@ fn data_msg(index: u32, len: usize) -> Vec<u8> {
 /// Waits (bounded) for one datagram on `sock`; its bytes, or None after 2 s.
 fn recv_on(sock: &UdpSocket) -> Option<Vec<u8>> {
     let deadline = Instant::now() + Duration::from_secs(2);
-    let mut buf = vec![0u8; 65536];
+    let mut buf = vec![0u8; batch::RECV_REGION];
+    let mut rm = batch::RecvMany::default();
     while Instant::now() < deadline {
-        match batch::recv_gro(sock, &mut buf) {
-            Ok((n, _, _)) => return Some(buf[..n].to_vec()),
+        match batch::recv_many(sock, &mut rm, &mut buf, 1) {
+            Ok(_) => return Some(buf[..rm.get(0).expect("an IP source").len].to_vec()),
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 std::thread::sleep(Duration::from_millis(5))
             }

@@ -1,5 +1,6 @@
 //! Batched UDP I/O: UDP GSO to send a run of equal-sized datagrams to one endpoint with one
-//! `sendmsg`, and UDP GRO to receive a run of datagrams with one `recvmsg`. Both only cut
+//! `sendmsg`, and `recvmmsg` with UDP GRO to receive several datagrams or runs of them with
+//! one call. Both only cut
 //! syscalls and per-packet kernel work; the callers fall back to one datagram per syscall
 //! where the kernel or the NIC refuses (ath79's ag71xx has no checksum offload, so GSO there
 //! fails with EIO and is switched off for good).
@@ -8,7 +9,7 @@
 use crate::proto::wire::INDEX_TAG_MASK;
 use socket2::SockAddr;
 use std::io;
-use std::mem::{size_of, zeroed, MaybeUninit};
+use std::mem::{size_of, zeroed};
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
 
@@ -196,53 +197,128 @@ pub fn send_many<'a>(
     }
 }
 
-/// Receives into `buf`; returns (bytes, source, segment size). With GRO the bytes may hold
-/// several datagrams of `segment size` each (the last may be shorter).
-pub fn recv_gro(sock: &UdpSocket, buf: &mut [u8]) -> io::Result<(usize, SocketAddr, usize)> {
-    let mut iov = libc::iovec {
-        iov_base: buf.as_mut_ptr() as *mut libc::c_void,
-        iov_len: buf.len(),
-    };
-    let mut name = MaybeUninit::<libc::sockaddr_storage>::zeroed();
-    let mut cbuf = CmsgBuf([0; CMSG_BUF]);
-    // SAFETY: msghdr is plain data; zeroed is valid before filling it.
-    let mut msg: libc::msghdr = unsafe { zeroed() };
-    msg.msg_name = name.as_mut_ptr() as *mut libc::c_void;
-    msg.msg_namelen = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-    msg.msg_iov = &mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = cbuf.0.as_mut_ptr() as *mut libc::c_void;
-    msg.msg_controllen = CMSG_BUF as _;
-    let n = loop {
-        // SAFETY: all pointers in msg refer to live buffers of the stated sizes.
-        let r = unsafe { libc::recvmsg(sock.as_raw_fd(), &mut msg, libc::MSG_DONTWAIT) };
+/// Receive calls' messages on the data sockets: a NIC without GRO (ath79's ag71xx) delivers
+/// every datagram on its own, so without this each would cost a receive call.
+pub const RECV_MANY: usize = 4;
+/// Each message's region of the caller's buffer: room for a whole GRO train.
+pub const RECV_REGION: usize = 65536 + 64;
+
+/// `recvmmsg` arrays for the data sockets: up to RECV_MANY messages, each into its own
+/// RECV_REGION of the caller's buffer, with its source and GRO segment size. Re-pointed on
+/// every call, so the struct may move.
+pub struct RecvMany {
+    names: [libc::sockaddr_storage; RECV_MANY],
+    cmsgs: [CmsgBuf; RECV_MANY],
+    iovs: [libc::iovec; RECV_MANY],
+    hdrs: [libc::mmsghdr; RECV_MANY],
+}
+
+impl Default for RecvMany {
+    fn default() -> Self {
+        // SAFETY: sockaddr_storage, iovec and mmsghdr are plain data; all-zero is valid.
+        unsafe {
+            RecvMany {
+                names: zeroed(),
+                cmsgs: [const { CmsgBuf([0; CMSG_BUF]) }; RECV_MANY],
+                iovs: zeroed(),
+                hdrs: zeroed(),
+            }
+        }
+    }
+}
+
+/// One received message of `recv_many`.
+pub struct Received {
+    /// Bytes, at the message's region (`i * RECV_REGION`) of the buffer.
+    pub len: usize,
+    pub from: SocketAddr,
+    /// GRO segment size: `len` holds datagrams of this size, the last maybe shorter.
+    pub seg: usize,
+    /// The datagram did not fit its region (cannot happen below 64 KiB; dropped).
+    pub truncated: bool,
+}
+
+/// One `recvmmsg` of up to `max` (at most RECV_MANY) messages into `buf`, message `i` at
+/// `i * RECV_REGION`; returns how many arrived (fewer than asked: the queue ran empty).
+pub fn recv_many(
+    sock: &UdpSocket,
+    rm: &mut RecvMany,
+    buf: &mut [u8],
+    max: usize,
+) -> io::Result<usize> {
+    let k = max.min(RECV_MANY).min(buf.len() / RECV_REGION).max(1);
+    let region = RECV_REGION.min(buf.len());
+    for i in 0..k {
+        // Inside `buf`: (i + 1) * region <= buf.len() by the choice of `k`.
+        rm.iovs[i] = libc::iovec {
+            iov_base: buf[i * region..].as_mut_ptr() as *mut libc::c_void,
+            iov_len: region,
+        };
+        // SAFETY: msghdr is plain data; zeroed is valid before filling it.
+        let mut h: libc::msghdr = unsafe { zeroed() };
+        h.msg_name = &mut rm.names[i] as *mut libc::sockaddr_storage as *mut libc::c_void;
+        h.msg_namelen = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+        h.msg_iov = &mut rm.iovs[i];
+        h.msg_iovlen = 1;
+        h.msg_control = rm.cmsgs[i].0.as_mut_ptr() as *mut libc::c_void;
+        h.msg_controllen = CMSG_BUF as _;
+        rm.hdrs[i] = libc::mmsghdr {
+            msg_hdr: h,
+            msg_len: 0,
+        };
+    }
+    loop {
+        // SAFETY: the first k headers point at live names, control buffers and disjoint
+        // regions of `buf`, all of the stated sizes and borrowed for the call.
+        let r = unsafe {
+            libc::recvmmsg(
+                sock.as_raw_fd(),
+                rm.hdrs.as_mut_ptr(),
+                k as libc::c_uint,
+                libc::MSG_DONTWAIT as _, // an unsigned int on musl
+                std::ptr::null_mut(),
+            )
+        };
         if r >= 0 {
-            break r as usize;
+            return Ok(r as usize);
         }
         let e = io::Error::last_os_error();
         if e.kind() != io::ErrorKind::Interrupted {
             return Err(e);
         }
-    };
-    let mut seg = n;
-    // SAFETY: the kernel filled msg_control/msg_controllen; the CMSG_* walkers stay within it.
-    unsafe {
-        let mut c = libc::CMSG_FIRSTHDR(&msg);
-        while !c.is_null() {
-            if (*c).cmsg_level == libc::SOL_UDP && (*c).cmsg_type == UDP_GRO {
-                let v = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::c_int);
-                if v > 0 {
-                    seg = v as usize;
-                }
-            }
-            c = libc::CMSG_NXTHDR(&msg, c);
-        }
     }
-    // SAFETY: the kernel wrote msg_namelen bytes of a valid socket address into `name`.
-    let from = unsafe { SockAddr::new(name.assume_init(), msg.msg_namelen) }
-        .as_socket()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "not an IP source"))?;
-    Ok((n, from, seg.max(1)))
+}
+
+impl RecvMany {
+    /// Message `i` (below the count the last `recv_many` returned); None for a source that
+    /// is not an IP address.
+    pub fn get(&self, i: usize) -> Option<Received> {
+        let h = &self.hdrs.get(i)?.msg_hdr;
+        let len = self.hdrs[i].msg_len as usize;
+        let mut seg = len;
+        // SAFETY: the kernel filled msg_control/msg_controllen of this header; the CMSG_*
+        // walkers stay within it.
+        unsafe {
+            let mut c = libc::CMSG_FIRSTHDR(h);
+            while !c.is_null() {
+                if (*c).cmsg_level == libc::SOL_UDP && (*c).cmsg_type == UDP_GRO {
+                    let v = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::c_int);
+                    if v > 0 {
+                        seg = v as usize;
+                    }
+                }
+                c = libc::CMSG_NXTHDR(h, c);
+            }
+        }
+        // SAFETY: the kernel wrote msg_namelen bytes of a socket address into names[i].
+        let from = unsafe { SockAddr::new(self.names[i], h.msg_namelen) }.as_socket()?;
+        Some(Received {
+            len,
+            from,
+            seg: seg.max(1),
+            truncated: h.msg_flags & libc::MSG_TRUNC != 0,
+        })
+    }
 }
 
 /// Largest datagram the handshake socket takes whole: every message it should see is at
@@ -289,7 +365,7 @@ impl SmallBatch {
 }
 
 /// Receives up to SMALL_BATCH datagrams without blocking; the count (0 never: WouldBlock
-/// is an error, as with `recv_gro`).
+/// is an error, as with `recv_many`).
 pub fn recv_small(sock: &UdpSocket, b: &mut SmallBatch) -> io::Result<usize> {
     for i in 0..SMALL_BATCH {
         b.iovs[i] = libc::iovec {

@@ -35,7 +35,7 @@ use uapi_clients::{Client, CLIENT_IDLE};
 /// Packets taken from one source before looking at the others (fairness bound).
 const BATCH: usize = 64;
 /// One buffer holds any datagram or TUN packet plus headroom and tag space.
-const BUF_LEN: usize = 65536 + 64;
+const BUF_LEN: usize = batch::RECV_REGION * batch::RECV_MANY;
 
 /// One interface's sources and UAPI clients. Its tokens are `base + *_TOKEN`.
 pub struct Io {
@@ -65,6 +65,11 @@ pub struct Io {
     stats: Stats,
     /// `sendmmsg` arrays for batches sent without GSO (borrowed only inside one send).
     sendmany: std::cell::RefCell<batch::SendMany>,
+    /// `recvmmsg` arrays for the data sockets (borrowed only inside one receive).
+    recvmany: std::cell::RefCell<batch::RecvMany>,
+    /// The last data receive brought a GRO train: the NIC merges, so the next call asks for
+    /// one message (a train fills a region; fewer regions, fewer pages touched).
+    rx_trains: std::cell::Cell<bool>,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -177,6 +182,8 @@ impl Io {
             ready: Ready::default(),
             stats: Stats::default(),
             sendmany: Default::default(),
+            recvmany: Default::default(),
+            rx_trains: Default::default(),
         })
     }
 

@@ -62,9 +62,10 @@ impl Io {
         }
     }
 
-    /// Reads up to BATCH receive calls (each may carry a GRO train of datagrams); true if
-    /// more may be waiting. With TUN offload, consecutive TCP segments of one flow within a
-    /// train go to the TUN as one GSO write (see `offload::TcpCoalescer`).
+    /// Makes up to BATCH receive calls (each up to RECV_MANY messages, each a datagram or a
+    /// GRO train of them); true if more may be waiting. With TUN offload, consecutive TCP
+    /// segments of one flow within a call go to the TUN as one GSO write (see
+    /// `offload::TcpCoalescer`).
     pub(super) fn drain_udp(
         &self,
         v6: bool,
@@ -118,9 +119,14 @@ impl Io {
     ) -> bool {
         let vnet = self.tun.vnet_hdr_len() != 0;
         for _ in 0..BATCH {
+            let asked = if self.rx_trains.get() {
+                1
+            } else {
+                batch::RECV_MANY
+            };
             stats::add(&self.stats.udp_recv_calls, 1);
-            let (n, from, seg) = match batch::recv_gro(sock, buf) {
-                Ok(r) => r,
+            let got = match batch::recv_many(sock, &mut self.recvmany.borrow_mut(), buf, asked) {
+                Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
                 // A connected socket reports the endpoint's ICMP port unreachable once.
                 Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => continue,
@@ -129,41 +135,58 @@ impl Io {
                     return false;
                 }
             };
-            stats::add(&self.stats.udp_rx_datagrams, n.div_ceil(seg.max(1)) as u64);
-            let from = endpoint::canonical(from);
             // Per receive, not per batch: a batch of handshakes can take tens of milliseconds,
             // and the rate limiter and handshake spacing must see the real time (vDSO, ~20 ns).
             let now = Instant::now();
-            let mut off = 0;
-            while off < n {
-                let end = (off + seg).min(n);
-                let chunk = &mut buf[off..end];
-                let len = chunk.len();
-                let verdict = decapsulate_timed(dev, now, from, chunk, len, charge);
-                match verdict {
-                    Verdict::WriteTun { start, len } if vnet => {
-                        let start = off + start;
-                        match co.add(buf, start, len) {
-                            Ok(()) => {}
-                            Err(offload::Refused::NotNext) => {
-                                self.flush_group(co, buf);
-                                // Starts a group: a packet refused only for not following.
-                                let _ = co.add(buf, start, len);
-                            }
-                            Err(offload::Refused::Never) => {
-                                self.flush_group(co, buf);
-                                self.write_tun(buf, start, len);
+            let mut trains = false;
+            for m in 0..got {
+                let Some(r) = self.recvmany.borrow().get(m) else {
+                    continue;
+                };
+                if r.truncated {
+                    dev.count_drop(DropReason::TooBig);
+                    continue;
+                }
+                trains |= r.len > r.seg;
+                stats::add(&self.stats.udp_rx_datagrams, r.len.div_ceil(r.seg) as u64);
+                let from = endpoint::canonical(r.from);
+                let region = m * batch::RECV_REGION;
+                let mut off = region;
+                while off < region + r.len {
+                    let end = (off + r.seg).min(region + r.len);
+                    let chunk = &mut buf[off..end];
+                    let len = chunk.len();
+                    let verdict = decapsulate_timed(dev, now, from, chunk, len, charge);
+                    match verdict {
+                        // Consecutive segments coalesce across datagrams and messages alike.
+                        Verdict::WriteTun { start, len } if vnet => {
+                            let start = off + start;
+                            match co.add(buf, start, len) {
+                                Ok(()) => {}
+                                Err(offload::Refused::NotNext) => {
+                                    self.flush_group(co, buf);
+                                    // Starts a group: a packet refused only for not following.
+                                    let _ = co.add(buf, start, len);
+                                }
+                                Err(offload::Refused::Never) => {
+                                    self.flush_group(co, buf);
+                                    self.write_tun(buf, start, len);
+                                }
                             }
                         }
+                        Verdict::WriteTun { start, len } => self.write_tun(chunk, start, len),
+                        Verdict::SendUdp { to, len } => self.send_udp(to, &chunk[..len]),
+                        Verdict::Done | Verdict::Drop(_) => {}
                     }
-                    Verdict::WriteTun { start, len } => self.write_tun(chunk, start, len),
-                    Verdict::SendUdp { to, len } => self.send_udp(to, &chunk[..len]),
-                    Verdict::Done | Verdict::Drop(_) => {}
+                    off = end;
                 }
-                off = end;
             }
             // The next receive reuses the buffer the group points into.
             self.flush_group(co, buf);
+            self.rx_trains.set(trains);
+            if got < asked {
+                return false; // recvmmsg stopped short: the queue ran empty
+            }
         }
         true
     }
