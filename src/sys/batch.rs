@@ -80,11 +80,17 @@ pub fn send_segments(
             std::ptr::write_unaligned(libc::CMSG_DATA(c) as *mut u16, seg_size as u16);
         }
     }
+    // SAFETY: every pointer in msg refers to memory that outlives the call.
+    retry_interrupted(|| unsafe { libc::sendmsg(sock.as_raw_fd(), &msg, libc::MSG_DONTWAIT) })
+        .map(|_| ())
+}
+
+/// Calls `f`, a syscall returning a count or -1 with errno, again while a signal interrupts it.
+fn retry_interrupted(mut f: impl FnMut() -> isize) -> io::Result<usize> {
     loop {
-        // SAFETY: every pointer in msg refers to memory that outlives the call.
-        let r = unsafe { libc::sendmsg(sock.as_raw_fd(), &msg, libc::MSG_DONTWAIT) };
+        let r = f();
         if r >= 0 {
-            return Ok(());
+            return Ok(r as usize);
         }
         let e = io::Error::last_os_error();
         if e.kind() != io::ErrorKind::Interrupted {
@@ -175,26 +181,17 @@ pub fn send_many<'a>(
     if n == 0 {
         return Ok(0);
     }
-    loop {
-        // SAFETY: the first n headers point to addresses and iovecs in `bufs` and to
-        // datagrams borrowed for 'a, all alive for the call.
-        let r = unsafe {
-            libc::sendmmsg(
-                sock.as_raw_fd(),
-                bufs.hdrs.as_mut_ptr(),
-                n as libc::c_uint,
-                // The flags are an int in glibc, unsigned in musl.
-                libc::MSG_DONTWAIT as _,
-            )
-        };
-        if r >= 0 {
-            return Ok(r as usize);
-        }
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::Interrupted {
-            return Err(e);
-        }
-    }
+    // SAFETY: the first n headers point to addresses and iovecs in `bufs` and to
+    // datagrams borrowed for 'a, all alive for the call.
+    retry_interrupted(|| unsafe {
+        libc::sendmmsg(
+            sock.as_raw_fd(),
+            bufs.hdrs.as_mut_ptr(),
+            n as libc::c_uint,
+            // The flags are an int in glibc, unsigned in musl.
+            libc::MSG_DONTWAIT as _,
+        ) as isize
+    })
 }
 
 /// Receive calls' messages on the data sockets: a NIC without GRO (ath79's ag71xx) delivers
@@ -267,26 +264,17 @@ pub fn recv_many(
             msg_len: 0,
         };
     }
-    loop {
-        // SAFETY: the first k headers point at live names, control buffers and disjoint
-        // regions of `buf`, all of the stated sizes and borrowed for the call.
-        let r = unsafe {
-            libc::recvmmsg(
-                sock.as_raw_fd(),
-                rm.hdrs.as_mut_ptr(),
-                k as libc::c_uint,
-                libc::MSG_DONTWAIT as _, // an unsigned int on musl
-                std::ptr::null_mut(),
-            )
-        };
-        if r >= 0 {
-            return Ok(r as usize);
-        }
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::Interrupted {
-            return Err(e);
-        }
-    }
+    // SAFETY: the first k headers point at live names, control buffers and disjoint
+    // regions of `buf`, all of the stated sizes and borrowed for the call.
+    retry_interrupted(|| unsafe {
+        libc::recvmmsg(
+            sock.as_raw_fd(),
+            rm.hdrs.as_mut_ptr(),
+            k as libc::c_uint,
+            libc::MSG_DONTWAIT as _, // an unsigned int on musl
+            std::ptr::null_mut(),
+        ) as isize
+    })
 }
 
 impl RecvMany {
@@ -382,25 +370,16 @@ pub fn recv_small(sock: &UdpSocket, b: &mut SmallBatch) -> io::Result<usize> {
         h.msg_flags = 0;
         b.hdrs[i].msg_len = 0;
     }
-    loop {
-        // SAFETY: hdrs holds SMALL_BATCH headers whose pointers refer to live slots of `b`.
-        let r = unsafe {
-            libc::recvmmsg(
-                sock.as_raw_fd(),
-                b.hdrs.as_mut_ptr(),
-                SMALL_BATCH as _,
-                libc::MSG_DONTWAIT as _,
-                std::ptr::null_mut(),
-            )
-        };
-        if r >= 0 {
-            return Ok(r as usize);
-        }
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::Interrupted {
-            return Err(e);
-        }
-    }
+    // SAFETY: hdrs holds SMALL_BATCH headers whose pointers refer to live slots of `b`.
+    retry_interrupted(|| unsafe {
+        libc::recvmmsg(
+            sock.as_raw_fd(),
+            b.hdrs.as_mut_ptr(),
+            SMALL_BATCH as _,
+            libc::MSG_DONTWAIT as _,
+            std::ptr::null_mut(),
+        ) as isize
+    })
 }
 
 /// Steers the datagrams of a SO_REUSEPORT group of two sockets: transport data for one of
