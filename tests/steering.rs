@@ -23,7 +23,10 @@ fn recv_on(sock: &UdpSocket) -> Option<Vec<u8>> {
     let mut rm = batch::RecvMany::default();
     while Instant::now() < deadline {
         match batch::recv_many(sock, &mut rm, &mut buf, 1) {
-            Ok(_) => return Some(buf[..rm.get(0).expect("an IP source").len].to_vec()),
+            Ok(_) => {
+                let r = rm.get(0).expect("an IP source");
+                return Some(buf[r.at..r.at + r.len].to_vec());
+            }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 std::thread::sleep(Duration::from_millis(5))
             }

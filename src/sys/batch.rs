@@ -194,20 +194,35 @@ pub fn send_many<'a>(
     })
 }
 
-/// Receive calls' messages on the data sockets: a NIC without GRO (ath79's ag71xx) delivers
-/// every datagram on its own, so without this each would cost a receive call.
-pub const RECV_MANY: usize = 4;
-/// Each message's region of the caller's buffer: room for a whole GRO train.
-pub const RECV_REGION: usize = 65536 + 64;
+/// Messages one receive call takes at most: a NIC without GRO (ath79's ag71xx) delivers
+/// every datagram on its own, so without this each would cost a receive call (and, since
+/// TCP segments coalesce only within a call, a TUN write).
+pub const RECV_MANY: usize = 16;
+/// Each message's head slot: a whole datagram of a 1500-byte path (at most 1472 bytes of
+/// UDP payload) fits, so datagrams off such a NIC lie side by side on a few pages.
+pub const RECV_HEAD: usize = 1536;
+/// Each message's region past the head slots: the head copied to its front, then the rest
+/// of a GRO train (at most 64 KiB in all). Touched only when a train or an oversized
+/// datagram comes.
+pub const RECV_REGION: usize = RECV_HEAD + 65536;
+/// A buffer with the full layout: RECV_MANY head slots, then RECV_MANY regions.
+pub const RECV_BUF: usize = RECV_MANY * (RECV_HEAD + RECV_REGION);
 
-/// `recvmmsg` arrays for the data sockets: up to RECV_MANY messages, each into its own
-/// RECV_REGION of the caller's buffer, with its source and GRO segment size. Re-pointed on
-/// every call, so the struct may move.
+/// Offset of message `i`'s region in a RECV_BUF layout.
+const fn region(i: usize) -> usize {
+    RECV_MANY * RECV_HEAD + i * RECV_REGION
+}
+
+/// `recvmmsg` arrays for the data sockets: up to RECV_MANY messages, each scattered over its
+/// head slot and its region of the caller's buffer, with its source and GRO segment size.
+/// Re-pointed on every call, so the struct may move.
 pub struct RecvMany {
     names: [libc::sockaddr_storage; RECV_MANY],
     cmsgs: [CmsgBuf; RECV_MANY],
-    iovs: [libc::iovec; RECV_MANY],
+    iovs: [[libc::iovec; 2]; RECV_MANY],
     hdrs: [libc::mmsghdr; RECV_MANY],
+    /// Where each message's bytes lie, contiguous, after the last call.
+    at: [usize; RECV_MANY],
 }
 
 impl Default for RecvMany {
@@ -219,6 +234,7 @@ impl Default for RecvMany {
                 cmsgs: [const { CmsgBuf([0; CMSG_BUF]) }; RECV_MANY],
                 iovs: zeroed(),
                 hdrs: zeroed(),
+                at: [0; RECV_MANY],
             }
         }
     }
@@ -226,47 +242,74 @@ impl Default for RecvMany {
 
 /// One received message of `recv_many`.
 pub struct Received {
-    /// Bytes, at the message's region (`i * RECV_REGION`) of the buffer.
+    /// The message's bytes are `buf[at..at + len]`.
+    pub at: usize,
     pub len: usize,
     pub from: SocketAddr,
     /// GRO segment size: `len` holds datagrams of this size, the last maybe shorter.
     pub seg: usize,
-    /// The datagram did not fit its region (cannot happen below 64 KiB; dropped).
+    /// The datagram did not fit (cannot happen below 64 KiB with a RECV_BUF buffer; dropped).
     pub truncated: bool,
 }
 
-/// One `recvmmsg` of up to `max` (at most RECV_MANY) messages into `buf`, message `i` at
-/// `i * RECV_REGION`; returns how many arrived (fewer than asked: the queue ran empty).
+/// One `recvmmsg` of up to `max` (at most RECV_MANY) messages into `buf`; returns how many
+/// arrived (fewer than asked: the queue ran empty), each found with `RecvMany::get`.
+///
+/// With several messages, message `i` is scattered over head slot `i` (at `i * RECV_HEAD`)
+/// and the rest of region `i`; one longer than its slot has its head copied in front of the
+/// rest, so every message ends up contiguous. One message takes region 0 whole (no copy).
+/// A buffer shorter than RECV_BUF takes fewer messages; one shorter than a message's
+/// slots takes one message into the whole buffer.
 pub fn recv_many(
     sock: &UdpSocket,
     rm: &mut RecvMany,
     buf: &mut [u8],
     max: usize,
 ) -> io::Result<usize> {
-    let k = max.min(RECV_MANY).min(buf.len() / RECV_REGION).max(1);
-    let region = RECV_REGION.min(buf.len());
+    let fit = (0..RECV_MANY)
+        .take_while(|&i| region(i) + RECV_REGION <= buf.len())
+        .count();
+    let k = max.min(fit).max(1);
+    // (start, length) of each message's one or two pieces.
+    let single = if fit == 0 {
+        (0, buf.len())
+    } else {
+        (region(0), RECV_REGION)
+    };
     for i in 0..k {
-        // Inside `buf`: (i + 1) * region <= buf.len() by the choice of `k`.
-        rm.iovs[i] = libc::iovec {
-            iov_base: buf[i * region..].as_mut_ptr() as *mut libc::c_void,
-            iov_len: region,
+        let pieces: &[(usize, usize)] = if k == 1 {
+            &[single]
+        } else {
+            &[
+                (i * RECV_HEAD, RECV_HEAD),
+                (region(i) + RECV_HEAD, RECV_REGION - RECV_HEAD),
+            ]
         };
+        for (v, &(start, len)) in rm.iovs[i].iter_mut().zip(pieces) {
+            // Inside `buf`: region(i) + RECV_REGION <= buf.len() for i < fit, and
+            // `single` is within it.
+            *v = libc::iovec {
+                iov_base: buf[start..start + len].as_mut_ptr() as *mut libc::c_void,
+                iov_len: len,
+            };
+        }
         // SAFETY: msghdr is plain data; zeroed is valid before filling it.
         let mut h: libc::msghdr = unsafe { zeroed() };
         h.msg_name = &mut rm.names[i] as *mut libc::sockaddr_storage as *mut libc::c_void;
         h.msg_namelen = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-        h.msg_iov = &mut rm.iovs[i];
-        h.msg_iovlen = 1;
+        h.msg_iov = rm.iovs[i].as_mut_ptr();
+        h.msg_iovlen = pieces.len() as _;
         h.msg_control = rm.cmsgs[i].0.as_mut_ptr() as *mut libc::c_void;
         h.msg_controllen = CMSG_BUF as _;
         rm.hdrs[i] = libc::mmsghdr {
             msg_hdr: h,
             msg_len: 0,
         };
+        rm.at[i] = if k == 1 { single.0 } else { i * RECV_HEAD };
     }
     // SAFETY: the first k headers point at live names, control buffers and disjoint
-    // regions of `buf`, all of the stated sizes and borrowed for the call.
-    retry_interrupted(|| unsafe {
+    // pieces of `buf`, all of the stated sizes and borrowed for the call.
+    let n = retry_interrupted(|| unsafe {
         libc::recvmmsg(
             sock.as_raw_fd(),
             rm.hdrs.as_mut_ptr(),
@@ -274,7 +317,17 @@ pub fn recv_many(
             libc::MSG_DONTWAIT as _, // an unsigned int on musl
             std::ptr::null_mut(),
         ) as isize
-    })
+    })?;
+    if k > 1 {
+        for i in 0..n.min(k) {
+            if rm.hdrs[i].msg_len as usize > RECV_HEAD {
+                let head = i * RECV_HEAD;
+                buf.copy_within(head..head + RECV_HEAD, region(i));
+                rm.at[i] = region(i);
+            }
+        }
+    }
+    Ok(n)
 }
 
 impl RecvMany {
@@ -301,6 +354,7 @@ impl RecvMany {
         // SAFETY: the kernel wrote msg_namelen bytes of a socket address into names[i].
         let from = unsafe { SockAddr::new(self.names[i], h.msg_namelen) }.as_socket()?;
         Some(Received {
+            at: self.at[i],
             len,
             from,
             seg: seg.max(1),

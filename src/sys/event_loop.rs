@@ -34,8 +34,15 @@ use uapi_clients::{Client, CLIENT_IDLE};
 
 /// Packets taken from one source before looking at the others (fairness bound).
 const BATCH: usize = 64;
-/// One buffer holds any datagram or TUN packet plus headroom and tag space.
-const BUF_LEN: usize = batch::RECV_REGION * batch::RECV_MANY;
+/// One buffer holds any datagram or TUN packet plus headroom and tag space, and a full
+/// receive call's messages.
+const BUF_LEN: usize = batch::RECV_BUF;
+/// Messages (datagrams or GRO trains) taken from one data socket before looking at the
+/// others (fairness bound; BATCH receive calls at most, too).
+const RX_MESSAGES: usize = 256;
+/// Data receive calls in a row without a GRO train after which the NIC is taken not to
+/// merge, and calls ask for RECV_MANY messages.
+const RX_CALM: u8 = 8;
 
 /// One interface's sources and UAPI clients. Its tokens are `base + *_TOKEN`.
 pub struct Io {
@@ -67,9 +74,11 @@ pub struct Io {
     sendmany: std::cell::RefCell<batch::SendMany>,
     /// `recvmmsg` arrays for the data sockets (borrowed only inside one receive).
     recvmany: std::cell::RefCell<batch::RecvMany>,
-    /// The last data receive brought a GRO train: the NIC merges, so the next call asks for
-    /// one message (a train fills a region; fewer regions, fewer pages touched).
-    rx_trains: std::cell::Cell<bool>,
+    /// Data receive calls in a row that brought no GRO train (saturating at RX_CALM). Right
+    /// after a train the next call asks for one message (a train fills a region: fewer
+    /// regions, fewer pages touched), after a quiet call for four, and once the NIC has
+    /// plainly stopped merging for RECV_MANY, whose later regions a train then rarely reaches.
+    rx_calm: std::cell::Cell<u8>,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -183,7 +192,7 @@ impl Io {
             stats: Stats::default(),
             sendmany: Default::default(),
             recvmany: Default::default(),
-            rx_trains: Default::default(),
+            rx_calm: Default::default(),
         })
     }
 

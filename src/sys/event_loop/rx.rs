@@ -63,7 +63,7 @@ impl Io {
     }
 
     /// Makes up to BATCH receive calls (each up to RECV_MANY messages, each a datagram or a
-    /// GRO train of them); true if more may be waiting. With TUN offload, consecutive TCP
+    /// GRO train of them; RX_MESSAGES messages in all); true if more may be waiting. With TUN offload, consecutive TCP
     /// segments of one flow within a call go to the TUN as one GSO write (see
     /// `offload::TcpCoalescer`).
     pub(super) fn drain_udp(
@@ -118,11 +118,12 @@ impl Io {
         charge: bool,
     ) -> bool {
         let vnet = self.tun.vnet_hdr_len() != 0;
+        let mut taken = 0;
         for _ in 0..BATCH {
-            let asked = if self.rx_trains.get() {
-                1
-            } else {
-                batch::RECV_MANY
+            let asked = match self.rx_calm.get() {
+                0 => 1,
+                c if c < RX_CALM => 4,
+                _ => batch::RECV_MANY,
             };
             stats::add(&self.stats.udp_recv_calls, 1);
             let got = match batch::recv_many(sock, &mut self.recvmany.borrow_mut(), buf, asked) {
@@ -150,10 +151,9 @@ impl Io {
                 trains |= r.len > r.seg;
                 stats::add(&self.stats.udp_rx_datagrams, r.len.div_ceil(r.seg) as u64);
                 let from = endpoint::canonical(r.from);
-                let region = m * batch::RECV_REGION;
-                let mut off = region;
-                while off < region + r.len {
-                    let end = (off + r.seg).min(region + r.len);
+                let mut off = r.at;
+                while off < r.at + r.len {
+                    let end = (off + r.seg).min(r.at + r.len);
                     let chunk = &mut buf[off..end];
                     let len = chunk.len();
                     let verdict = decapsulate_timed(dev, now, from, chunk, len, charge);
@@ -183,9 +183,15 @@ impl Io {
             }
             // The next receive reuses the buffer the group points into.
             self.flush_group(co, buf);
-            self.rx_trains.set(trains);
+            let calm = self.rx_calm.get();
+            self.rx_calm
+                .set(if trains { 0 } else { (calm + 1).min(RX_CALM) });
             if got < asked {
                 return false; // recvmmsg stopped short: the queue ran empty
+            }
+            taken += got;
+            if taken >= RX_MESSAGES {
+                break;
             }
         }
         true
