@@ -40,8 +40,8 @@ const BUF_LEN: usize = batch::RECV_BUF;
 /// Messages (datagrams or GRO trains) taken from one data socket before looking at the
 /// others (fairness bound; BATCH receive calls at most, too).
 const RX_MESSAGES: usize = 256;
-/// Data receive calls in a row without a GRO train after which the NIC is taken not to
-/// merge, and calls ask for RECV_MANY messages.
+/// Data receive calls in a row without a message longer than its head slot (a GRO train of
+/// full datagrams) after which calls ask for RECV_MANY messages.
 const RX_CALM: u8 = 8;
 
 /// One interface's sources and UAPI clients. Its tokens are `base + *_TOKEN`.
@@ -74,10 +74,11 @@ pub struct Io {
     sendmany: std::cell::RefCell<batch::SendMany>,
     /// `recvmmsg` arrays for the data sockets (borrowed only inside one receive).
     recvmany: std::cell::RefCell<batch::RecvMany>,
-    /// Data receive calls in a row that brought no GRO train (saturating at RX_CALM). Right
-    /// after a train the next call asks for one message (a train fills a region: fewer
-    /// regions, fewer pages touched), after a quiet call for four, and once the NIC has
-    /// plainly stopped merging for RECV_MANY, whose later regions a train then rarely reaches.
+    /// Data receive calls in a row that brought no message longer than its head slot
+    /// (saturating at RX_CALM). Right after one the next call asks for one message (a GRO
+    /// train of full datagrams fills a region: fewer regions, fewer pages touched), after a
+    /// quiet call for four, and after RX_CALM for RECV_MANY, whose regions a train then
+    /// rarely reaches. Trains of small datagrams (acknowledgements) fit their head slots.
     rx_calm: std::cell::Cell<u8>,
 }
 

@@ -139,7 +139,9 @@ impl Io {
             // Per receive, not per batch: a batch of handshakes can take tens of milliseconds,
             // and the rate limiter and handshake spacing must see the real time (vDSO, ~20 ns).
             let now = Instant::now();
-            let mut trains = false;
+            // A message longer than a head slot (a GRO train of full datagrams) filled pages
+            // of its own region.
+            let mut spilled = false;
             for m in 0..got {
                 let Some(r) = self.recvmany.borrow().get(m) else {
                     continue;
@@ -148,7 +150,7 @@ impl Io {
                     dev.count_drop(DropReason::TooBig);
                     continue;
                 }
-                trains |= r.len > r.seg;
+                spilled |= r.len > batch::RECV_HEAD;
                 stats::add(&self.stats.udp_rx_datagrams, r.len.div_ceil(r.seg) as u64);
                 let from = endpoint::canonical(r.from);
                 let mut off = r.at;
@@ -185,7 +187,7 @@ impl Io {
             self.flush_group(co, buf);
             let calm = self.rx_calm.get();
             self.rx_calm
-                .set(if trains { 0 } else { (calm + 1).min(RX_CALM) });
+                .set(if spilled { 0 } else { (calm + 1).min(RX_CALM) });
             if got < asked {
                 return false; // recvmmsg stopped short: the queue ran empty
             }
