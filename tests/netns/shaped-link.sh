@@ -32,12 +32,18 @@ nt_check ping4 nt_wait_ping "$NT_NS_A" "$NT_IN4_B" 10 || true
 nt_check shape.A-outer ip -n "$NT_NS_A" link set "$NT_VETH_A" qlen 10000 || true
 nt_check shape.A-outer-tbf tc -n "$NT_NS_A" qdisc replace dev "$NT_VETH_A" root tbf rate 20mbit burst 6000 latency 4s || true
 
-# counters IF NS: the daemon's last stats line for IF (after SIGUSR1).
+# more_stats_lines IF LOG N: LOG holds more than N stats lines for IF (counted on every call:
+# a count taken once, before the daemon wrote its line, would never grow).
+more_stats_lines() { test "$(grep -c "stats $1: " "$2" || true)" -gt "$3"; }
+# counters IF: the daemon's last stats line for IF (after SIGUSR1).
 counters() {
 	local log="$NT_TMP/daemon-$1-$U.log" n
 	n=$(grep -c "stats $1: " "$log" || true)
 	kill -USR1 "$(nt_daemon_os_pid "$1")" || return 1
-	nt_wait_until 3 test "$(grep -c "stats $1: " "$log")" -gt "$n" || return 1
+	if ! nt_wait_until 5 more_stats_lines "$1" "$log" "$n"; then
+		nt_info "no stats line from $1 within 5 s of SIGUSR1" >&2
+		return 1
+	fi
 	grep "stats $1: " "$log" | tail -n 1
 }
 a0=$(counters "$NT_IF_A") || a0=
