@@ -194,6 +194,48 @@ pub fn send_many<'a>(
     })
 }
 
+/// A receive header for a source address into `name`, `iovlen` iovecs at `iov` and, if
+/// given, control messages into `cmsg`; flags and lengths zero, as `recvmmsg` expects.
+fn recv_header(
+    name: &mut libc::sockaddr_storage,
+    iov: *mut libc::iovec,
+    iovlen: usize,
+    cmsg: Option<&mut CmsgBuf>,
+) -> libc::mmsghdr {
+    // SAFETY: msghdr is plain data; zeroed is valid before filling it.
+    let mut h: libc::msghdr = unsafe { zeroed() };
+    h.msg_name = name as *mut libc::sockaddr_storage as *mut libc::c_void;
+    h.msg_namelen = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    h.msg_iov = iov;
+    h.msg_iovlen = iovlen as _;
+    if let Some(c) = cmsg {
+        h.msg_control = c.0.as_mut_ptr() as *mut libc::c_void;
+        h.msg_controllen = CMSG_BUF as _;
+    }
+    libc::mmsghdr {
+        msg_hdr: h,
+        msg_len: 0,
+    }
+}
+
+/// One non-blocking `recvmmsg` into the headers `hdrs`; the count received.
+///
+/// # Safety
+/// Every header must point at a live name, iovecs and control buffer of the sizes it
+/// states, none of them aliased during the call.
+unsafe fn recvmmsg_nonblocking(sock: &UdpSocket, hdrs: &mut [libc::mmsghdr]) -> io::Result<usize> {
+    // SAFETY: the caller's contract; `hdrs` holds `hdrs.len()` headers.
+    retry_interrupted(|| unsafe {
+        libc::recvmmsg(
+            sock.as_raw_fd(),
+            hdrs.as_mut_ptr(),
+            hdrs.len() as libc::c_uint,
+            libc::MSG_DONTWAIT as _, // an unsigned int on musl
+            std::ptr::null_mut(),
+        ) as isize
+    })
+}
+
 /// Messages one receive call takes at most: a NIC without GRO (ath79's ag71xx) delivers
 /// every datagram on its own, so without this each would cost a receive call (and, since
 /// TCP segments coalesce only within a call, a TUN write).
@@ -293,31 +335,17 @@ pub fn recv_many(
                 iov_len: len,
             };
         }
-        // SAFETY: msghdr is plain data; zeroed is valid before filling it.
-        let mut h: libc::msghdr = unsafe { zeroed() };
-        h.msg_name = &mut rm.names[i] as *mut libc::sockaddr_storage as *mut libc::c_void;
-        h.msg_namelen = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-        h.msg_iov = rm.iovs[i].as_mut_ptr();
-        h.msg_iovlen = pieces.len() as _;
-        h.msg_control = rm.cmsgs[i].0.as_mut_ptr() as *mut libc::c_void;
-        h.msg_controllen = CMSG_BUF as _;
-        rm.hdrs[i] = libc::mmsghdr {
-            msg_hdr: h,
-            msg_len: 0,
-        };
+        rm.hdrs[i] = recv_header(
+            &mut rm.names[i],
+            rm.iovs[i].as_mut_ptr(),
+            pieces.len(),
+            Some(&mut rm.cmsgs[i]),
+        );
         rm.at[i] = if k == 1 { single.0 } else { i * RECV_HEAD };
     }
     // SAFETY: the first k headers point at live names, control buffers and disjoint
     // pieces of `buf`, all of the stated sizes and borrowed for the call.
-    let n = retry_interrupted(|| unsafe {
-        libc::recvmmsg(
-            sock.as_raw_fd(),
-            rm.hdrs.as_mut_ptr(),
-            k as libc::c_uint,
-            libc::MSG_DONTWAIT as _, // an unsigned int on musl
-            std::ptr::null_mut(),
-        ) as isize
-    })?;
+    let n = unsafe { recvmmsg_nonblocking(sock, &mut rm.hdrs[..k]) }?;
     if k > 1 {
         for i in 0..n.min(k) {
             if rm.hdrs[i].msg_len as usize > RECV_HEAD {
@@ -414,26 +442,10 @@ pub fn recv_small(sock: &UdpSocket, b: &mut SmallBatch) -> io::Result<usize> {
             iov_base: b.bufs[i].as_mut_ptr() as *mut libc::c_void,
             iov_len: SMALL_SLOT,
         };
-        let h = &mut b.hdrs[i].msg_hdr;
-        h.msg_name = &mut b.names[i] as *mut libc::sockaddr_storage as *mut libc::c_void;
-        h.msg_namelen = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-        h.msg_iov = &mut b.iovs[i];
-        h.msg_iovlen = 1;
-        h.msg_control = std::ptr::null_mut();
-        h.msg_controllen = 0;
-        h.msg_flags = 0;
-        b.hdrs[i].msg_len = 0;
+        b.hdrs[i] = recv_header(&mut b.names[i], &mut b.iovs[i], 1, None);
     }
     // SAFETY: hdrs holds SMALL_BATCH headers whose pointers refer to live slots of `b`.
-    retry_interrupted(|| unsafe {
-        libc::recvmmsg(
-            sock.as_raw_fd(),
-            b.hdrs.as_mut_ptr(),
-            SMALL_BATCH as _,
-            libc::MSG_DONTWAIT as _,
-            std::ptr::null_mut(),
-        ) as isize
-    })
+    unsafe { recvmmsg_nonblocking(sock, &mut b.hdrs[..]) }
 }
 
 /// Steers the datagrams of a SO_REUSEPORT group of two sockets: transport data for one of
