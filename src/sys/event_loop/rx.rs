@@ -109,6 +109,39 @@ impl Io {
         more
     }
 
+    /// Acts on what decapsulating the datagram at `buf[at]` returned: its packet to the
+    /// TUN device (with TUN offload, into the coalescer's group), or a reply to send.
+    fn deliver(
+        &self,
+        verdict: Verdict,
+        buf: &mut [u8],
+        at: std::ops::Range<usize>,
+        vnet: bool,
+        co: &mut offload::TcpCoalescer,
+    ) {
+        match verdict {
+            // Consecutive segments coalesce across datagrams and messages alike.
+            Verdict::WriteTun { start, len } if vnet => {
+                let start = at.start + start;
+                match co.add(buf, start, len) {
+                    Ok(()) => {}
+                    Err(offload::Refused::NotNext) => {
+                        self.flush_group(co, buf);
+                        // Starts a group: a packet refused only for not following.
+                        let _ = co.add(buf, start, len);
+                    }
+                    Err(offload::Refused::Never) => {
+                        self.flush_group(co, buf);
+                        self.write_tun(buf, start, len);
+                    }
+                }
+            }
+            Verdict::WriteTun { start, len } => self.write_tun(&mut buf[at], start, len),
+            Verdict::SendUdp { to, len } => self.send_udp(to, &buf[at.start..at.start + len]),
+            Verdict::Done | Verdict::Drop(_) => {}
+        }
+    }
+
     fn drain_sock(
         &self,
         sock: &UdpSocket,
@@ -159,27 +192,7 @@ impl Io {
                     let chunk = &mut buf[off..end];
                     let len = chunk.len();
                     let verdict = decapsulate_timed(dev, now, from, chunk, len, charge);
-                    match verdict {
-                        // Consecutive segments coalesce across datagrams and messages alike.
-                        Verdict::WriteTun { start, len } if vnet => {
-                            let start = off + start;
-                            match co.add(buf, start, len) {
-                                Ok(()) => {}
-                                Err(offload::Refused::NotNext) => {
-                                    self.flush_group(co, buf);
-                                    // Starts a group: a packet refused only for not following.
-                                    let _ = co.add(buf, start, len);
-                                }
-                                Err(offload::Refused::Never) => {
-                                    self.flush_group(co, buf);
-                                    self.write_tun(buf, start, len);
-                                }
-                            }
-                        }
-                        Verdict::WriteTun { start, len } => self.write_tun(chunk, start, len),
-                        Verdict::SendUdp { to, len } => self.send_udp(to, &chunk[..len]),
-                        Verdict::Done | Verdict::Drop(_) => {}
-                    }
+                    self.deliver(verdict, buf, off..end, vnet, co);
                     off = end;
                 }
             }
