@@ -286,13 +286,32 @@ impl Io {
         }
     }
 
+    /// Closes every connected socket (their pinned routes may be stale; sends open new
+    /// ones), after taking in what they hold.
+    fn reopen_conns(
+        &mut self,
+        dev: &mut Device,
+        buf: &mut [u8],
+        co: &mut offload::TcpCoalescer,
+        charge: bool,
+    ) {
+        self.close_conns(self.conns.open_mask(), dev, buf, co, charge);
+        self.conns.close_all(&self.reg); // and lets failed endpoints be tried again
+    }
+
     /// Follows our link's notifications; an error means the interface is gone.
-    fn check_link(&mut self, dev: &mut Device, buf: &mut [u8]) -> Result<(), io::Error> {
+    fn check_link(
+        &mut self,
+        dev: &mut Device,
+        buf: &mut [u8],
+        co: &mut offload::TcpCoalescer,
+        charge: bool,
+    ) -> Result<(), io::Error> {
         let mut events = Vec::new();
         if let Err(e) = self.link.drain(buf, &mut events) {
             // Missed notifications (ENOBUFS): what we missed may have moved a route, and we
             // ask directly whether the link still exists.
-            self.conns.close_all(&self.reg);
+            self.reopen_conns(dev, buf, co, charge);
             if crate::sys::netlink::ifindex(&self.ifname) != Some(self.link.ifindex()) {
                 return Err(e);
             }
@@ -307,7 +326,7 @@ impl Io {
                     dev.mtu = mtu as usize;
                 }
                 LinkEvent::Mtu(_) => {}
-                LinkEvent::Routing => self.conns.close_all(&self.reg),
+                LinkEvent::Routing => self.reopen_conns(dev, buf, co, charge),
             }
         }
         Ok(())
@@ -623,7 +642,7 @@ impl Slot {
         let (io, dev) = (&mut self.io, &mut self.dev);
         let again = &mut self.again;
         if ready.link {
-            io.check_link(dev, buf)?;
+            io.check_link(dev, buf, co, charge)?;
         }
         if ready.tun {
             let vnet = io.tun.vnet_hdr_len() != 0;
@@ -663,7 +682,11 @@ impl Slot {
         }
         dev.update_timers(Instant::now());
         io.flush_outputs(dev, buf);
-        io.conns.sweep(now, &io.reg);
+        let idle = io.conns.sweep(now);
+        if idle != 0 {
+            io.close_conns(idle, dev, buf, co, charge);
+            io.flush_outputs(dev, buf);
+        }
         Ok(())
     }
 }

@@ -46,8 +46,15 @@ counters() {
 	fi
 	grep "stats $1: " "$log" | tail -n 1
 }
+# udp_rcvbuf_errors NS: datagrams NS's kernel dropped at a full UDP receive buffer (per
+# namespace, /proc/net/snmp): B's kernel, not either daemon, drops those when B falls behind.
+udp_rcvbuf_errors() {
+	# shellcheck disable=SC2016 # awk's own fields
+	ip netns exec "$1" awk '/^Udp:/ { if (!n) { for (i = 1; i <= NF; i++) if ($i == "RcvbufErrors") col = i; n = 1 } else print $col }' /proc/net/snmp
+}
 a0=$(counters "$NT_IF_A") || a0=
 b0=$(counters "$NT_IF_B") || b0=
+r0=$(udp_rcvbuf_errors "$NT_NS_B") || r0=0
 
 name=iperf3-udp-100M-5s.A-to-B-through-the-shaper
 if nt_iperf "$NT_NS_A" "$NT_NS_B" "$NT_IN4_B" -u -b 100M -l 1300 -t 5 && ((NT_IPERF_RECV > 1000000)); then
@@ -59,6 +66,7 @@ fi
 sleep 3
 a1=$(counters "$NT_IF_A") || a1=
 b1=$(counters "$NT_IF_B") || b1=
+r1=$(udp_rcvbuf_errors "$NT_NS_B") || r1=0
 nt_info "A: $a1"
 nt_info "B: $b1"
 nt_info "A's shaper: $(tc -n "$NT_NS_A" -s qdisc show dev "$NT_VETH_A" | tr '\n' ' ')"
@@ -69,15 +77,18 @@ delta() { echo $(($(field "$2" "$3") - $(field "$1" "$3"))); }
 sent=$(delta "$a0" "$a1" udp_tx_datagrams) || sent=0
 dropped=$(delta "$a0" "$a1" udp_tx_dropped) || dropped=0
 got=$(delta "$b0" "$b1" udp_rx_datagrams) || got=0
-nt_info "A handed $sent datagrams to the kernel, $dropped refused; B received $got"
+overflowed=$((r1 - r0))
+nt_info "A handed $sent datagrams to the kernel, $dropped refused; B received $got, B's kernel dropped $overflowed at a full receive buffer"
 # The shaper itself dropped nothing (its queue is longer than the socket buffer).
 shaper_dropped() { tc -n "$NT_NS_A" -s qdisc show dev "$NT_VETH_A" | grep -o 'dropped [0-9]*' | head -n 1 | cut -d' ' -f2; }
 nt_check shaper-dropped-nothing test "$(shaper_dropped)" = 0 || true
 nt_check socket-buffer-filled test "$dropped" -gt 0 || true
-# B receives what A handed minus what was refused, less at most 2: about one run in five
-# comes out 1 short (nothing counted as dropped on either side; not yet explained).
-short=$((sent - dropped - got))
-nt_info "A's handed minus refused, less what B received: $short"
+# B receives what A handed minus what was refused, less what B's kernel dropped. Up to 2
+# short: an address or route change in B's namespace (one comes during the run) closes B's
+# connected socket, which B empties first (it once dropped up to 7 queued datagrams), but
+# a datagram arriving between the last read and the close is still lost.
+short=$((sent - dropped - got - overflowed))
+nt_info "A's handed minus refused, less what B received or its kernel dropped: $short"
 nt_check counters-add-up test "$short" -ge 0 -a "$short" -le 2 || true
 nt_check tunnel-still-up nt_wait_ping "$NT_NS_A" "$NT_IN4_B" 5 || true
 nt_summary

@@ -24,8 +24,15 @@ const SWEEP: Duration = Duration::from_secs(30);
 pub(super) struct Conn {
     pub(super) to: SocketAddr,
     pub(super) sock: UdpSocket,
-    /// Sent on since the last sweep.
+    /// Sent or received on since the last sweep.
     used: Cell<bool>,
+}
+
+impl Conn {
+    /// Notes a receive: a socket the peer sends to is not idle.
+    pub(super) fn note_received(&self) {
+        self.used.set(true);
+    }
 }
 
 #[derive(Default)]
@@ -126,24 +133,26 @@ impl Conns {
         self.failed.clear();
     }
 
-    /// Every SWEEP: closes the sockets nothing was sent on since the last sweep, and lets
-    /// failed endpoints be tried again.
-    pub(super) fn sweep(&mut self, now: Instant, reg: &Registry) {
+    /// Every SWEEP: the sockets nothing was sent or received on since the last sweep, as a
+    /// bit mask, for the caller to close (`Io::close_conns`); lets failed endpoints be
+    /// tried again.
+    pub(super) fn sweep(&mut self, now: Instant) -> u32 {
         let Some(last) = self.swept else {
             self.swept = Some(now);
-            return;
+            return 0;
         };
         if now.saturating_duration_since(last) < SWEEP {
-            return;
+            return 0;
         }
         self.swept = Some(now);
         self.failed.clear();
-        for i in 0..self.slots.len() {
-            match &self.slots[i] {
-                Some(c) if !c.used.replace(false) => self.close(i, reg),
-                _ => {}
+        let mut idle = 0;
+        for (i, c) in self.slots.iter().enumerate() {
+            if c.as_ref().is_some_and(|c| !c.used.replace(false)) {
+                idle |= 1 << i;
             }
         }
+        idle
     }
 
     /// Slots that are open, as a bit mask (bit i: slot i).
@@ -172,18 +181,24 @@ mod tests {
         let to = peer.local_addr().unwrap();
         let mut conns = Conns::default();
         let t0 = Instant::now();
-        conns.sweep(t0, &reg);
+        assert_eq!(conns.sweep(t0), 0);
         let i = conns
             .get_or_open(to, pair.port, 0, &reg, 0)
             .expect("opened");
         for k in 1..=3u32 {
             // Reached only through get_or_open (the batch path), as a busy tunnel does.
             assert_eq!(conns.get_or_open(to, pair.port, 0, &reg, 0), Some(i));
-            conns.sweep(t0 + SWEEP * k, &reg);
-            assert!(conns.slot(i).is_some(), "closed while in use (sweep {k})");
+            assert_eq!(
+                conns.sweep(t0 + SWEEP * k),
+                0,
+                "idle while in use (sweep {k})"
+            );
         }
-        conns.sweep(t0 + SWEEP * 4, &reg); // nothing sent since sweep 3
-        assert!(conns.slot(i).is_none());
+        // Receiving counts as use too (`Io::drain_conns` marks it).
+        conns.slot(i).expect("open").note_received();
+        assert_eq!(conns.sweep(t0 + SWEEP * 4), 0);
+        assert_eq!(conns.sweep(t0 + SWEEP * 5), 1 << i); // nothing since sweep 4
+        conns.close(i, &reg);
         assert_eq!(conns.open_mask(), 0);
     }
 }

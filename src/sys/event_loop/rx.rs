@@ -101,12 +101,40 @@ impl Io {
                 continue;
             }
             if let Some(c) = self.conns.slot(i) {
+                c.note_received();
                 if self.drain_sock(&c.sock, dev, buf, co, charge) {
                     more |= 1 << i;
                 }
             }
         }
         more
+    }
+
+    /// Closes the connected sockets whose bits are set in `mask`, each after taking in what
+    /// it holds: closing a socket drops its receive queue, datagrams the peer sent and
+    /// this host's kernel accepted.
+    pub(super) fn close_conns(
+        &mut self,
+        mask: u32,
+        dev: &mut Device,
+        buf: &mut [u8],
+        co: &mut offload::TcpCoalescer,
+        charge: bool,
+    ) {
+        for i in 0..MAX_CONNS {
+            if mask & (1 << i) == 0 {
+                continue;
+            }
+            if let Some(c) = self.conns.slot(i) {
+                // Each call takes up to RX_MESSAGES; a few bound the time a full queue takes.
+                for _ in 0..4 {
+                    if !self.drain_sock(&c.sock, dev, buf, co, charge) {
+                        break;
+                    }
+                }
+            }
+            self.conns.close(i, &self.reg);
+        }
     }
 
     /// Acts on what decapsulating the datagram at `buf[at]` returned: its packet to the
