@@ -299,19 +299,16 @@ impl Io {
         self.conns.close_all(&self.reg); // and lets failed endpoints be tried again
     }
 
-    /// Follows our link's notifications; an error means the interface is gone.
-    fn check_link(
-        &mut self,
-        dev: &mut Device,
-        buf: &mut [u8],
-        co: &mut offload::TcpCoalescer,
-        charge: bool,
-    ) -> Result<(), io::Error> {
+    /// Follows our link's notifications; true if an address or route may have moved (the
+    /// connected sockets are then reopened, `reopen_conns`); an error means the interface
+    /// is gone.
+    fn check_link(&mut self, dev: &mut Device, buf: &mut [u8]) -> Result<bool, io::Error> {
         let mut events = Vec::new();
+        let mut moved = false;
         if let Err(e) = self.link.drain(buf, &mut events) {
             // Missed notifications (ENOBUFS): what we missed may have moved a route, and we
             // ask directly whether the link still exists.
-            self.reopen_conns(dev, buf, co, charge);
+            moved = true;
             if crate::sys::netlink::ifindex(&self.ifname) != Some(self.link.ifindex()) {
                 return Err(e);
             }
@@ -326,10 +323,10 @@ impl Io {
                     dev.mtu = mtu as usize;
                 }
                 LinkEvent::Mtu(_) => {}
-                LinkEvent::Routing => self.reopen_conns(dev, buf, co, charge),
+                LinkEvent::Routing => moved = true,
             }
         }
-        Ok(())
+        Ok(moved)
     }
 
     /// How long the loop may sleep: until the next protocol deadline or client idle limit.
@@ -641,8 +638,8 @@ impl Slot {
         let charge = data_seen.is_some_and(|t| start.saturating_duration_since(t) < DATA_RECENT);
         let (io, dev) = (&mut self.io, &mut self.dev);
         let again = &mut self.again;
-        if ready.link {
-            io.check_link(dev, buf, co, charge)?;
+        if ready.link && io.check_link(dev, buf)? {
+            io.reopen_conns(dev, buf, co, charge);
         }
         if ready.tun {
             let vnet = io.tun.vnet_hdr_len() != 0;
