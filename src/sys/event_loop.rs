@@ -203,7 +203,7 @@ impl Io {
 
     /// Swaps in newly bound sockets (the old ones close and leave the epoll set by themselves).
     fn set_udp(&mut self, udp: UdpPair) -> io::Result<()> {
-        self.conns.close_all(&self.reg);
+        self.conns.retire_all(); // bound to the old port
         self.port = udp.port;
         self.reg
             .add(udp.v4.as_fd(), self.base + UDP4_TOKEN, Interest::Read)?;
@@ -287,7 +287,7 @@ impl Io {
     }
 
     /// Closes every connected socket (their pinned routes may be stale; sends open new
-    /// ones), after taking in what they hold.
+    /// ones), after taking in what they hold; those still holding more stay retired.
     fn reopen_conns(
         &mut self,
         dev: &mut Device,
@@ -295,8 +295,9 @@ impl Io {
         co: &mut offload::TcpCoalescer,
         charge: bool,
     ) {
-        self.close_conns(self.conns.open_mask(), dev, buf, co, charge);
-        self.conns.close_all(&self.reg); // and lets failed endpoints be tried again
+        self.conns.retire_all(); // and lets failed endpoints be tried again
+        let all = self.conns.take_retired();
+        self.close_conns(all, dev, buf, co, charge);
     }
 
     /// Follows our link's notifications; true if an address or route may have moved (the
@@ -679,9 +680,11 @@ impl Slot {
         }
         dev.update_timers(Instant::now());
         io.flush_outputs(dev, buf);
-        let idle = io.conns.sweep(now);
-        if idle != 0 {
-            io.close_conns(idle, dev, buf, co, charge);
+        // Idle, and retired (a failed send, a new port, fwmark or route); one still holding
+        // datagrams is read on the next turn, with no wait, and closed then.
+        let done = io.conns.sweep(now) | io.conns.take_retired();
+        if done != 0 {
+            again.conns |= io.close_conns(done, dev, buf, co, charge);
             io.flush_outputs(dev, buf);
         }
         Ok(())

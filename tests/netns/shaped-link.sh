@@ -4,6 +4,8 @@
 # tunnel, so A's sends find the socket buffer full. A must drop what the kernel does not
 # take, count it (udp_tx_dropped), keep carrying the traffic, and its counters must add up:
 # datagrams handed to the kernel minus those it refused = datagrams B received.
+# Then the same count across a fwmark change on B while its connected socket holds a full
+# queue: B must take the queue in before it closes the socket.
 #   usage: shaped-link.sh solowg
 set -euo pipefail
 
@@ -91,4 +93,44 @@ short=$((sent - dropped - got - overflowed))
 nt_info "A's handed minus refused, less what B received or its kernel dropped: $short"
 nt_check counters-add-up test "$short" -ge 0 -a "$short" -le 2 || true
 nt_check tunnel-still-up nt_wait_ping "$NT_NS_A" "$NT_IN4_B" 5 || true
+
+# B's connected socket (to A) holding a queue when B's fwmark changes: B is stopped, A sends
+# it 1,600 datagrams (about what B's receive buffer holds; to a port nobody listens on in
+# B's namespace, so no socket in there but B's own can overflow and blur the count), the
+# change is asked for, and B serves it on the turn it wakes up in. The change retires the
+# socket: B must take in its queue before it closes it (it once dropped what one turn had
+# not read, 412 of 3,000). One datagram may still be lost, arriving between the last read
+# and the close. A's link is paced (400 Mbit/s, a queue longer than the burst) and the
+# sender pauses every 100 datagrams, so that neither A's TUN queue nor B's backlog drops.
+nt_check pace.A-outer tc -n "$NT_NS_A" qdisc replace dev "$NT_VETH_A" root tbf rate 400mbit burst 6000 latency 1s || true
+a2=$(counters "$NT_IF_A") || a2=
+b2=$(counters "$NT_IF_B") || b2=
+r2=$(udp_rcvbuf_errors "$NT_NS_B") || r2=0
+b_pid=$(nt_daemon_os_pid "$NT_IF_B")
+kill -STOP "$b_pid"
+# shellcheck disable=SC2016 # expanded by the inner bash
+ip netns exec "$NT_NS_A" timeout 20 bash -c 'exec 3>"/dev/udp/$1/9"
+	for ((i = 1; i <= 1600; i++)); do printf "%1200s" x >&3; ((i % 100)) || sleep 0.01; done' _ "$NT_IN4_B" || true
+sleep 0.5
+nt_wg "$NT_NS_B" set "$NT_IF_B" fwmark 0x10a &
+mark=$!
+NT_BG_PIDS+=("$mark")
+sleep 0.3
+nt_info "B's sockets, B stopped: $(ip netns exec "$NT_NS_B" ss -uan | awk 'NR > 1 { print $1, $2, $4, $5 }' | tr '\n' ';')"
+kill -CONT "$b_pid"
+nt_check fwmark-set-while-B-was-stopped wait "$mark" || true
+fwmark_is() { test "$(nt_wg "$NT_NS_B" show "$NT_IF_B" fwmark)" = "$1"; }
+nt_check fwmark-applied fwmark_is 0x10a || true
+sleep 2
+a3=$(counters "$NT_IF_A") || a3=
+b3=$(counters "$NT_IF_B") || b3=
+r3=$(udp_rcvbuf_errors "$NT_NS_B") || r3=0
+sent=$(delta "$a2" "$a3" udp_tx_datagrams) || sent=0
+dropped=$(delta "$a2" "$a3" udp_tx_dropped) || dropped=0
+got=$(delta "$b2" "$b3" udp_rx_datagrams) || got=0
+overflowed=$((r3 - r2))
+short=$((sent - dropped - got - overflowed))
+nt_info "A handed $sent datagrams to the kernel, $dropped refused; B received $got, B's kernel dropped $overflowed at a full receive buffer; short: $short"
+nt_check counters-add-up-across-a-fwmark-change test "$sent" -ge 1600 -a "$short" -ge 0 -a "$short" -le 1 || true
+nt_check tunnel-up-after-the-fwmark-change nt_wait_ping "$NT_NS_A" "$NT_IN4_B" 5 || true
 nt_summary

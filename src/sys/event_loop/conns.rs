@@ -8,8 +8,11 @@
 //! A connected socket also receives what its endpoint sends (see `udp::connect`), so the
 //! loop reads it like the data socket. The local address it was given at connect time is
 //! pinned, so any address, route or link change closes them all (new ones are made on the
-//! next send), as does a new listen port or fwmark. One that has sent nothing for a sweep
-//! period is closed too (the peer roamed or went quiet).
+//! next send), as does a new listen port or fwmark, or a failed send. One that has sent
+//! nothing for a sweep period is closed too (the peer roamed or went quiet). Closing drops
+//! a socket's receive queue, so where the caller cannot take it in first, a socket is
+//! retired instead: no longer sent from, still read, closed by the turn after its queue is
+//! drained (`Io::close_conns`).
 
 use super::*;
 use std::cell::Cell;
@@ -43,12 +46,21 @@ pub(super) struct Conns {
     /// Off for good once the listening sockets turned out not to be in a SO_REUSEPORT group.
     off: bool,
     swept: Option<Instant>,
+    /// Retired slots (bit i: slot i): open and read, never sent from, closed by the turn.
+    retired: u32,
 }
 
 impl Conns {
+    /// The slot holding a live (not retired) connected socket for `to`.
+    fn find(&self, to: SocketAddr) -> Option<usize> {
+        (0..self.slots.len()).find(|&i| {
+            self.retired & (1 << i) == 0 && self.slots[i].as_ref().is_some_and(|c| c.to == to)
+        })
+    }
+
     /// The connected socket for `to`, marked as used.
     pub(super) fn get(&self, to: SocketAddr) -> Option<&UdpSocket> {
-        let c = self.slots.iter().flatten().find(|c| c.to == to)?;
+        let c = self.slots[self.find(to)?].as_ref()?;
         c.used.set(true);
         Some(&c.sock)
     }
@@ -63,11 +75,7 @@ impl Conns {
         reg: &Registry,
         base: u64,
     ) -> Option<usize> {
-        if let Some(i) = self
-            .slots
-            .iter()
-            .position(|c| c.as_ref().is_some_and(|c| c.to == to))
-        {
+        if let Some(i) = self.find(to) {
             if let Some(c) = &self.slots[i] {
                 c.used.set(true);
             }
@@ -118,19 +126,47 @@ impl Conns {
         self.slots.get(i)?.as_ref()
     }
 
-    /// Closes slot `i` (a send failed: its pinned route or address may be gone).
+    /// Closes slot `i`; what its receive queue holds is lost (`Io::close_conns` takes it in
+    /// first).
     pub(super) fn close(&mut self, i: usize, reg: &Registry) {
+        if i < MAX_CONNS {
+            self.retired &= !(1 << i);
+        }
         if let Some(c) = self.slots.get_mut(i).and_then(Option::take) {
             reg.delete(c.sock.as_fd());
         }
     }
 
-    /// Closes every connected socket (addresses or routes changed, new port or fwmark).
-    pub(super) fn close_all(&mut self, reg: &Registry) {
-        for i in 0..self.slots.len() {
-            self.close(i, reg);
+    /// Retires slot `i`: no longer sent from; the turn drains and closes it.
+    pub(super) fn retire(&mut self, i: usize) {
+        if self.slot(i).is_some() {
+            self.retired |= 1 << i;
         }
+    }
+
+    /// Retires slot `i` after a failed send (its pinned route or address may be gone). Its
+    /// endpoint is sent to unconnected until the next sweep or routing change: a new socket
+    /// would likely fail the same way, once per batch.
+    pub(super) fn retire_failed(&mut self, i: usize) {
+        let Some(to) = self.slot(i).map(|c| c.to) else {
+            return;
+        };
+        self.retire(i);
+        if self.failed.len() < MAX_CONNS && !self.failed.contains(&to) {
+            self.failed.push(to);
+        }
+    }
+
+    /// Retires every connected socket (a new listen port or fwmark) and lets failed
+    /// endpoints be tried again.
+    pub(super) fn retire_all(&mut self) {
+        self.retired = self.open_mask();
         self.failed.clear();
+    }
+
+    /// The retired slots, for the turn to drain and close.
+    pub(super) fn take_retired(&mut self) -> u32 {
+        std::mem::take(&mut self.retired)
     }
 
     /// Every SWEEP: the sockets nothing was sent or received on since the last sweep, as a
@@ -200,5 +236,51 @@ mod tests {
         assert_eq!(conns.sweep(t0 + SWEEP * 5), 1 << i); // nothing since sweep 4
         conns.close(i, &reg);
         assert_eq!(conns.open_mask(), 0);
+    }
+
+    #[test]
+    fn a_retired_socket_is_not_sent_from_but_keeps_its_queue_until_closed() {
+        let poller = Poller::new().unwrap();
+        let reg = poller.registry();
+        let pair = udp::bind(0, 0, 0x124).expect("bind");
+        let peer = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let to = peer.local_addr().unwrap();
+        let mut conns = Conns::default();
+        let t0 = Instant::now();
+        conns.sweep(t0);
+        let i = conns
+            .get_or_open(to, pair.port, 0, &reg, 0)
+            .expect("opened");
+        // The peer's datagram waits in the connected socket's queue.
+        peer.send_to(b"queued", ("127.0.0.1", pair.port)).unwrap();
+
+        // A failed send retires it: no longer handed out, no new one until the next sweep.
+        conns.retire_failed(i);
+        assert!(conns.get(to).is_none());
+        assert_eq!(conns.get_or_open(to, pair.port, 0, &reg, 0), None);
+        assert_eq!(conns.open_mask(), 1 << i, "still open, still read");
+        let mut got = [0u8; 16];
+        let sock = &conns.slot(i).expect("open").sock;
+        sock.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let n = sock.recv(&mut got).expect("the queue survives retirement");
+        assert_eq!(&got[..n], b"queued");
+        assert_eq!(conns.take_retired(), 1 << i);
+        assert_eq!(conns.take_retired(), 0);
+        conns.close(i, &reg);
+        assert_eq!(conns.sweep(t0 + SWEEP), 0);
+        let j = conns
+            .get_or_open(to, pair.port, 0, &reg, 0)
+            .expect("tried again after the sweep");
+
+        // A new port or fwmark retires them all and lets failed endpoints be tried at once;
+        // the endpoint gets a fresh socket beside the retired one.
+        conns.retire_all();
+        assert_eq!(
+            conns.get_or_open(to, pair.port, 0, &reg, 0).map(|k| k != j),
+            Some(true)
+        );
+        assert_eq!(conns.take_retired(), 1 << j);
+        conns.close(j, &reg);
+        assert_eq!(conns.open_mask().count_ones(), 1);
     }
 }

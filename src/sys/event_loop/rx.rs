@@ -110,9 +110,11 @@ impl Io {
         more
     }
 
-    /// Closes the connected sockets whose bits are set in `mask`, each after taking in what
-    /// it holds: closing a socket drops its receive queue, datagrams the peer sent and
-    /// this host's kernel accepted.
+    /// Closes the connected sockets whose bits are set in `mask`, each once it has taken in
+    /// what it holds: closing a socket drops its receive queue, datagrams the peer sent and
+    /// this host's kernel accepted. One still holding more after a few reads (a bound on
+    /// this turn's time) stays open, retired, and its bit is returned: the caller reads it
+    /// again on the next turn and closes it then.
     pub(super) fn close_conns(
         &mut self,
         mask: u32,
@@ -120,21 +122,24 @@ impl Io {
         buf: &mut [u8],
         co: &mut offload::TcpCoalescer,
         charge: bool,
-    ) {
+    ) -> u32 {
+        let mut kept = 0;
         for i in 0..MAX_CONNS {
             if mask & (1 << i) == 0 {
                 continue;
             }
             if let Some(c) = self.conns.slot(i) {
-                // Each call takes up to RX_MESSAGES; a few bound the time a full queue takes.
-                for _ in 0..4 {
-                    if !self.drain_sock(&c.sock, dev, buf, co, charge) {
-                        break;
-                    }
+                // Each call takes up to RX_MESSAGES; a few bound this turn's time.
+                let emptied = (0..4).any(|_| !self.drain_sock(&c.sock, dev, buf, co, charge));
+                if !emptied {
+                    kept |= 1 << i;
+                    self.conns.retire(i);
+                    continue;
                 }
             }
             self.conns.close(i, &self.reg);
         }
+        kept
     }
 
     /// Acts on what decapsulating the datagram at `buf[at]` returned: its packet to the

@@ -546,15 +546,18 @@ impl Io {
     }
 
     /// What a send on connected slot `i` returned, or None to send again unconnected: after
-    /// an error other than a full buffer. The socket is closed then (its pinned route or
-    /// address may be gone), unless the error was the endpoint's earlier ICMP unreachable,
-    /// which the kernel reports once.
+    /// an error other than a full buffer. The socket is retired then (its pinned route or
+    /// address may be gone; the turn takes in what it holds and closes it), unless the
+    /// error was the endpoint's earlier ICMP unreachable, which the kernel reports once, or
+    /// a path MTU below the datagram (the unconnected send finds that too and adapts).
     fn conn_result<T>(&mut self, i: usize, r: Option<io::Result<T>>) -> Option<io::Result<T>> {
         match r {
             Some(Err(e)) if e.kind() != io::ErrorKind::WouldBlock => {
-                if e.kind() != io::ErrorKind::ConnectionRefused {
+                if e.kind() != io::ErrorKind::ConnectionRefused
+                    && e.raw_os_error() != Some(libc::EMSGSIZE)
+                {
                     log::verbose(format_args!("connected send failed ({e}); closing it"));
-                    self.conns.close(i, &self.reg);
+                    self.conns.retire_failed(i);
                 }
                 None
             }

@@ -262,7 +262,7 @@ impl Io {
         let applied = dev.apply(&req, now);
         if self.fwmark != dev.fwmark {
             self.fwmark = dev.fwmark;
-            self.conns.close_all(&self.reg); // routed with the old mark
+            self.conns.retire_all(); // routed with the old mark
         }
         if applied.fwmark_changed && !rebound {
             let socks = [&self.udp6, &self.hs4, &self.hs6];
