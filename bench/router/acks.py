@@ -17,9 +17,7 @@ import csv
 import os
 import sys
 
-
-def counters(field):
-    return dict(kv.split("=", 1) for kv in field.split() if "=" in kv)
+from report import delta, med
 
 
 def pairs(raw_dir, nic, direction):
@@ -36,22 +34,13 @@ def pairs(raw_dir, nic, direction):
             continue
         d_bytes = int(long["bytes"]) - int(short["bytes"])
         d_insns = int(long["insns"]) - int(short["insns"])
-        before, after = counters(long["before"]), counters(long["after"])
-        try:
-            data, acks = ("wan_tx", "wan_rx") if direction == "up" else ("wan_rx", "wan_tx")
-            n_data = int(after[data]) - int(before[data])
-            n_acks = int(after[acks]) - int(before[acks])
-        except (KeyError, ValueError):
+        moved = delta(long)
+        data, acks = ("wan_tx", "wan_rx") if direction == "up" else ("wan_rx", "wan_tx")
+        if data not in moved or acks not in moved:
             continue
+        n_data, n_acks = moved[data], moved[acks]
         if d_bytes > 0 and n_data > 0:
             yield impl, topo, n_acks / n_data, d_insns / d_bytes, os.path.basename(raw_dir.rstrip("/")).removesuffix("-router-raw")
-
-
-def median(values):
-    v = sorted(values)
-    if not v:
-        return None
-    return v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
 
 
 def fit(points):
@@ -101,12 +90,12 @@ def main():
     edges = sorted(args.bins)
     for topo in sorted({t for t, _ in groups}):
         for lo, hi in zip(edges, edges[1:]):
-            cells, med = [], {}
+            cells, mid = [], {}
             for impl in ("kernel", "solowg"):
                 ys = [y for x, y, _ in groups.get((topo, impl), []) if lo <= x < hi]
-                med[impl] = median(ys)
-                cells.append(f"{len(ys)}, {med[impl]:.1f}" if ys else "0, -")
-            ratio = f"{med['solowg'] / med['kernel']:.2f}" if all(med.values()) else "-"
+                mid[impl] = med(ys)
+                cells.append(f"{len(ys)}, {mid[impl]:.1f}" if ys else "0, -")
+            ratio = f"{mid['solowg'] / mid['kernel']:.2f}" if all(mid.values()) else "-"
             print(f"| {topo} | {lo:.2f}-{hi:.2f} | {cells[0]} | {cells[1]} | {ratio} |")
     print()
     for (topo, impl), pts in sorted(groups.items()):
