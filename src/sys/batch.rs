@@ -86,7 +86,7 @@ pub fn send_segments(
 }
 
 /// Calls `f`, a syscall returning a count or -1 with errno, again while a signal interrupts it.
-fn retry_interrupted(mut f: impl FnMut() -> isize) -> io::Result<usize> {
+pub(crate) fn retry_interrupted(mut f: impl FnMut() -> isize) -> io::Result<usize> {
     loop {
         let r = f();
         if r >= 0 {

@@ -24,11 +24,13 @@ use std::time::{Duration, Instant, SystemTime};
 use zeroize::Zeroize;
 
 mod conns;
+mod packet_paths;
 mod rx;
 mod tx;
 mod uapi_clients;
 
 use conns::{Conns, CONN_TOKEN, MAX_CONNS};
+use packet_paths::{PacketPaths, Via};
 use tx::{TxBatch, TX_TAILROOM};
 use uapi_clients::{Client, CLIENT_IDLE};
 
@@ -67,6 +69,8 @@ pub struct Io {
     gso: bool,
     /// Largest segment GSO accepted (lowered when the path MTU is smaller than a datagram).
     gso_max_seg: usize,
+    /// Without GSO: the packet-socket transmit path (see `packet_paths`).
+    packet: PacketPaths,
     /// What epoll reported for this interface in the current turn.
     ready: Ready,
     stats: Stats,
@@ -178,6 +182,7 @@ impl Io {
             ifname,
             gso: true,
             gso_max_seg: usize::MAX,
+            packet: PacketPaths::default(),
             tun,
             udp4: udp.v4,
             udp6: udp.v6,
@@ -204,6 +209,7 @@ impl Io {
     /// Swaps in newly bound sockets (the old ones close and leave the epoll set by themselves).
     fn set_udp(&mut self, udp: UdpPair) -> io::Result<()> {
         self.conns.retire_all(); // bound to the old port
+        self.packet.forget(None); // policy rules may match the port
         self.port = udp.port;
         self.reg
             .add(udp.v4.as_fd(), self.base + UDP4_TOKEN, Interest::Read)?;
@@ -310,6 +316,7 @@ impl Io {
             // Missed notifications (ENOBUFS): what we missed may have moved a route, and we
             // ask directly whether the link still exists.
             moved = true;
+            self.packet.forget(None);
             if crate::sys::netlink::ifindex(&self.ifname) != Some(self.link.ifindex()) {
                 return Err(e);
             }
@@ -324,7 +331,11 @@ impl Io {
                     dev.mtu = mtu as usize;
                 }
                 LinkEvent::Mtu(_) => {}
-                LinkEvent::Routing => moved = true,
+                LinkEvent::Routing => {
+                    moved = true;
+                    self.packet.forget(None);
+                }
+                LinkEvent::Neighbour(ifindex) => self.packet.forget(Some(ifindex)),
             }
         }
         Ok(moved)

@@ -14,6 +14,10 @@ const RTM_NEWADDR: u16 = 20;
 const RTM_DELADDR: u16 = 21;
 const RTM_NEWROUTE: u16 = 24;
 const RTM_DELROUTE: u16 = 25;
+const RTM_NEWNEIGH: u16 = 28;
+const RTM_DELNEIGH: u16 = 29;
+/// rtnetlink's neighbour multicast group (RTNLGRP_NEIGH).
+const RTNLGRP_NEIGH: libc::c_int = 3;
 const IFLA_MTU: u16 = 4;
 const NLMSG_HDR: usize = 16;
 const IFINFO_LEN: usize = 16;
@@ -24,6 +28,8 @@ pub enum LinkEvent {
     Mtu(u32),
     /// Another link, an address or a route changed (one event per batch of messages).
     Routing,
+    /// A neighbour entry on this device (ifindex) changed (once `watch_neighbours` ran).
+    Neighbour(i32),
 }
 
 pub struct LinkMonitor {
@@ -96,6 +102,26 @@ impl LinkMonitor {
     pub fn ifindex(&self) -> i32 {
         self.ifindex
     }
+
+    /// Reports neighbour changes too from now on (the packet transmit path uses the next
+    /// hop's link-layer address; most interfaces never need them).
+    pub fn watch_neighbours(&self) -> io::Result<()> {
+        use std::os::fd::AsRawFd;
+        // SAFETY: an int option of its size on our own socket.
+        let rc = unsafe {
+            libc::setsockopt(
+                self.file.as_raw_fd(),
+                libc::SOL_NETLINK,
+                libc::NETLINK_ADD_MEMBERSHIP,
+                &RTNLGRP_NEIGH as *const libc::c_int as *const libc::c_void,
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if rc < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
 }
 
 impl AsFd for LinkMonitor {
@@ -104,11 +130,11 @@ impl AsFd for LinkMonitor {
     }
 }
 
-fn ne_u16(b: &[u8], at: usize) -> Option<u16> {
+pub(crate) fn ne_u16(b: &[u8], at: usize) -> Option<u16> {
     Some(u16::from_ne_bytes(b.get(at..at + 2)?.try_into().ok()?))
 }
 
-fn ne_u32(b: &[u8], at: usize) -> Option<u32> {
+pub(crate) fn ne_u32(b: &[u8], at: usize) -> Option<u32> {
     Some(u32::from_ne_bytes(b.get(at..at + 4)?.try_into().ok()?))
 }
 
@@ -125,6 +151,12 @@ pub fn parse(mut b: &[u8], ifindex: i32, out: &mut Vec<LinkEvent>) {
         let msg = &b[..len];
         let kind = ne_u16(msg, 4).unwrap_or(0);
         let body = &msg[NLMSG_HDR..];
+        if matches!(kind, RTM_NEWNEIGH | RTM_DELNEIGH) {
+            // ndmsg: family, pads, then the device's index.
+            if let Some(index) = ne_u32(body, 4) {
+                out.push(LinkEvent::Neighbour(index as i32));
+            }
+        }
         routing |= matches!(
             kind,
             RTM_NEWADDR | RTM_DELADDR | RTM_NEWROUTE | RTM_DELROUTE
@@ -215,6 +247,16 @@ mod tests {
         let mut out = Vec::new();
         parse(&b, 7, &mut out);
         assert_eq!(out, vec![LinkEvent::Routing]);
+    }
+
+    #[test]
+    fn neighbour_changes_name_their_device() {
+        // ndmsg keeps the device's index where ifinfomsg does.
+        let mut b = msg(RTM_NEWNEIGH, 4, &[]);
+        b.extend(msg(RTM_DELNEIGH, 9, &[]));
+        let mut out = Vec::new();
+        parse(&b, 7, &mut out);
+        assert_eq!(out, vec![LinkEvent::Neighbour(4), LinkEvent::Neighbour(9)]);
     }
 
     #[test]

@@ -261,7 +261,7 @@ pub fn fold(acc: u64) -> u16 {
 
 /// The value to store in a checksum field (network order): the complement of the sum, with
 /// a result of zero sent as 0xffff (equivalent for TCP, required for UDP).
-fn finish(acc: u64) -> u16 {
+pub fn finish(acc: u64) -> u16 {
     match !fold(acc) {
         0 => 0xffff,
         c => c,

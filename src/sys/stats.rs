@@ -18,6 +18,8 @@ pub struct Stats {
     /// socket buffer, an unreachable network): dropped, as a congested link would.
     pub udp_tx_datagrams: Cell<u64>,
     pub udp_tx_dropped: Cell<u64>,
+    /// Of `udp_tx_datagrams`, those handed to the packet socket (see `packet_tx`).
+    pub packet_tx_datagrams: Cell<u64>,
     /// TUN reads, those that found nothing included, and the packets they returned (a
     /// TSO super-packet counts once).
     pub tun_reads: Cell<u64>,
@@ -41,13 +43,14 @@ impl fmt::Display for Stats {
         write!(
             f,
             "udp_recv_calls={} udp_rx_datagrams={} udp_send_calls={} udp_tx_datagrams={} \
-             udp_tx_dropped={} tun_reads={} tun_rx_packets={} tun_segments={} tun_segments_in_place={} \
+             udp_tx_dropped={} packet_tx_datagrams={} tun_reads={} tun_rx_packets={} tun_segments={} tun_segments_in_place={} \
              tun_writes={} tun_tx_packets={}",
             self.udp_recv_calls.get(),
             self.udp_rx_datagrams.get(),
             self.udp_send_calls.get(),
             self.udp_tx_datagrams.get(),
             self.udp_tx_dropped.get(),
+            self.packet_tx_datagrams.get(),
             self.tun_reads.get(),
             self.tun_rx_packets.get(),
             self.tun_segments.get(),

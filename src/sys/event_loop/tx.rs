@@ -1,5 +1,6 @@
 //! TUN to UDP: packets read from the TUN device in batches, encrypted in place in reused
-//! slots and sent with UDP GSO where the kernel has it.
+//! slots and sent with UDP GSO where the kernel has it, else through a packet socket or
+//! one datagram per message.
 
 use super::*;
 
@@ -223,7 +224,7 @@ impl Io {
             stats::add(&self.stats.tun_rx_packets, 1);
             seal_into(&mut tx.out, slot, i, n, dev, now);
         }
-        self.send_batch(tx);
+        self.send_batch(tx, now);
         Ok(more)
     }
 
@@ -255,7 +256,7 @@ impl Io {
             let full = i == BATCH
                 || layout.is_some_and(|l| i > 0 && scatter_slots(i, l) < tx.last_segments);
             if full {
-                self.send_batch(tx);
+                self.send_batch(tx, now);
                 tx.out.clear();
                 i = 0;
             }
@@ -369,13 +370,13 @@ impl Io {
             }
             // Keep one super-packet in one UDP GSO send where it fits.
             if i + segs.remaining() > BATCH && i > 0 {
-                self.send_batch(tx);
+                self.send_batch(tx, now);
                 tx.out.clear();
                 i = 0;
             }
             loop {
                 if i == BATCH {
-                    self.send_batch(tx);
+                    self.send_batch(tx, now);
                     tx.out.clear();
                     i = 0;
                 }
@@ -389,15 +390,15 @@ impl Io {
                 stats::add(&self.stats.tun_segments, 1);
             }
         }
-        self.send_batch(tx);
+        self.send_batch(tx, now);
         Ok(more)
     }
 
     /// Sends the batch: runs of equal-sized datagrams to one endpoint go out as one GSO
     /// send where the kernel allows it, everything else one datagram at a time.
-    pub(super) fn send_batch(&mut self, tx: &TxBatch) {
+    pub(super) fn send_batch(&mut self, tx: &TxBatch, now: Instant) {
         if !self.gso {
-            self.send_each(tx, 0, tx.out.len());
+            self.send_each(tx, 0, tx.out.len(), now);
             return;
         }
         let mut j = 0;
@@ -466,7 +467,7 @@ impl Io {
                         false
                     };
                     if one_by_one {
-                        self.send_each(tx, j, k);
+                        self.send_each(tx, j, k, now);
                     }
                 }
             } else {
@@ -478,18 +479,56 @@ impl Io {
         }
     }
 
-    /// Sends `tx.out[from..to]` as single datagrams, a `sendmmsg` per run to one connected
-    /// endpoint, else per run of one address family (at most MAX_SEGMENTS each).
-    fn send_each(&mut self, tx: &TxBatch, from: usize, to: usize) {
+    /// Sends `tx.out[from..to]` as single datagrams, a `sendmmsg` per run to one endpoint
+    /// through the packet socket where GSO is refused and `packet_paths` has a path, else
+    /// per run to one connected endpoint, else per run of one address family (at most
+    /// MAX_SEGMENTS each).
+    fn send_each(&mut self, tx: &TxBatch, from: usize, to: usize, now: Instant) {
         let (arena, slot_len, out) = (&tx.arena, tx.slot_len, &tx.out);
+        let slot =
+            |&(_, i, len): &(SocketAddr, usize, usize)| &arena[i * slot_len..i * slot_len + len];
         let mut j = from;
         while j < to {
             let first = out[j].0;
+            // Datagrams the next UDP send may take (one when the packet path refreshes).
+            let mut most = batch::MAX_SEGMENTS;
+            if !self.gso {
+                let udp4 = &self.udp4;
+                let ttl = || udp4.ttl().map_or(64, |t| t.min(255) as u8);
+                let me = (self.port, self.fwmark);
+                match self
+                    .packet
+                    .via(first, now, me, ttl, &self.link, &self.ifname)
+                {
+                    Via::Packet(path) => {
+                        let n = out[j..to]
+                            .iter()
+                            .take(batch::MAX_SEGMENTS)
+                            .take_while(|o| o.0 == first && path.fits(o.2))
+                            .count();
+                        let datagrams = out[j..j + n].iter().map(slot);
+                        let sent = (n > 0)
+                            .then(|| self.packet.send(&path, self.port, first, datagrams))
+                            .flatten();
+                        if let Some(sent) = sent {
+                            stats::add(&self.stats.udp_send_calls, 1);
+                            stats::add(&self.stats.udp_tx_datagrams, n as u64);
+                            stats::add(&self.stats.packet_tx_datagrams, n as u64);
+                            let sent = sent.unwrap_or(0);
+                            stats::add(&self.stats.udp_tx_dropped, n.saturating_sub(sent) as u64);
+                            j += n;
+                            continue;
+                        }
+                    }
+                    Via::UdpOnce => most = 1,
+                    Via::Udp => {}
+                }
+            }
             let conn = self.conn_for(first);
             let v4 = first.is_ipv4();
             let n = out[j..to]
                 .iter()
-                .take(batch::MAX_SEGMENTS)
+                .take(most)
                 .take_while(|o| {
                     if conn.is_some() {
                         o.0 == first
@@ -498,11 +537,7 @@ impl Io {
                     }
                 })
                 .count();
-            let msgs = || {
-                out[j..j + n]
-                    .iter()
-                    .map(|&(addr, i, len)| (addr, &arena[i * slot_len..i * slot_len + len]))
-            };
+            let msgs = || out[j..j + n].iter().map(|o| (o.0, slot(o)));
             let mut sent = None;
             if let Some(i) = conn {
                 stats::add(&self.stats.udp_send_calls, 1);

@@ -263,6 +263,7 @@ impl Io {
         if self.fwmark != dev.fwmark {
             self.fwmark = dev.fwmark;
             self.conns.retire_all(); // routed with the old mark
+            self.packet.forget(None);
         }
         if applied.fwmark_changed && !rebound {
             let socks = [&self.udp6, &self.hs4, &self.hs6];

@@ -1,0 +1,184 @@
+//! Where UDP GSO is refused, data datagrams to IPv4 endpoints leave through a packet socket
+//! (`packet_tx`) along the path the kernel would have taken (`route_query`): route, output
+//! device and next hop, looked up per endpoint and again after any link, address, route or
+//! neighbour change. Anything that path cannot carry goes through the UDP socket as before:
+//! IPv6, devices other than Ethernet (PPPoE, tunnels), an unresolved next hop, a datagram
+//! larger than the path MTU, a failed send.
+//!
+//! Datagrams sent this way pass no netfilter hook, so the firewall's connection tracking
+//! entry for the endpoint, which lets the peer's datagrams in past an "established only"
+//! input rule, would age out while we only send. So every REFRESH at most one datagram per
+//! endpoint goes through the UDP socket (it refreshes the entry and lets the kernel confirm
+//! the neighbour), and the path is looked up again right then (a learned path MTU, a changed
+//! policy rule).
+//!
+//! SOLOWG_NO_PACKET_TX=1 keeps every datagram on the UDP socket (for firewalls that must see
+//! or rewrite the tunnel's own datagrams on output); so does missing CAP_NET_RAW.
+
+use super::*;
+use crate::sys::packet_tx::{PacketTx, Path};
+use crate::sys::route_query::{RouteQuery, Unresolved};
+use std::net::SocketAddrV4;
+
+/// Longest an endpoint's datagrams go without one through the UDP socket, and its path
+/// without a lookup. Well below the shortest UDP conntrack timeout in use (30 s unreplied).
+const REFRESH: Duration = Duration::from_secs(1);
+/// Endpoints remembered; past this the longest-unchecked one is forgotten.
+const MAX_ENTRIES: usize = 32;
+
+struct Entry {
+    to: SocketAddrV4,
+    /// The path, or why there is none.
+    path: Result<Path, Unresolved>,
+    /// When it was looked up (and one datagram went through the UDP socket); None after a
+    /// change: looked up again on the next send.
+    checked: Option<Instant>,
+}
+
+/// How the next datagrams to an endpoint leave.
+pub(super) enum Via {
+    Packet(Path),
+    /// The UDP socket, for one datagram (then `Packet` again for the rest).
+    UdpOnce,
+    Udp,
+}
+
+#[derive(Default)]
+pub(super) struct PacketPaths {
+    /// Socket and query socket, opened on first use; None if unavailable.
+    socks: Option<(PacketTx, RouteQuery)>,
+    tried: bool,
+    entries: Vec<Entry>,
+}
+
+impl PacketPaths {
+    /// Opens the sockets the first time; false if the packet path is off.
+    fn ready(&mut self, link: &LinkMonitor, ifname: &str) -> bool {
+        if !self.tried {
+            self.tried = true;
+            if std::env::var("SOLOWG_NO_PACKET_TX").is_ok_and(|v| v == "1") {
+                log::info(format_args!(
+                    "{ifname}: without UDP GSO; SOLOWG_NO_PACKET_TX=1: every datagram \
+                     through the UDP socket"
+                ));
+                return false;
+            }
+            let opened = PacketTx::open().and_then(|p| Ok((p, RouteQuery::open()?)));
+            match opened.and_then(|s| link.watch_neighbours().map(|()| s)) {
+                Ok(s) => {
+                    log::info(format_args!(
+                        "{ifname}: without UDP GSO, data to IPv4 endpoints on Ethernet \
+                         devices goes through a packet socket"
+                    ));
+                    self.socks = Some(s);
+                }
+                Err(e) => log::info(format_args!(
+                    "{ifname}: no packet socket ({e}): every datagram through the UDP socket"
+                )),
+            }
+        }
+        self.socks.is_some()
+    }
+
+    /// How datagrams to `to` leave now (sent from `port` with `fwmark`; `ttl` gives the
+    /// system's default for a route that sets none).
+    pub(super) fn via(
+        &mut self,
+        to: SocketAddr,
+        now: Instant,
+        (port, fwmark): (u16, u32),
+        ttl: impl FnOnce() -> u8,
+        link: &LinkMonitor,
+        ifname: &str,
+    ) -> Via {
+        let SocketAddr::V4(to) = to else {
+            return Via::Udp;
+        };
+        if !self.ready(link, ifname) {
+            return Via::Udp;
+        }
+        let i = match self.entries.iter().position(|e| e.to == to) {
+            Some(i) => i,
+            None => {
+                if self.entries.len() == MAX_ENTRIES {
+                    let oldest = (0..self.entries.len()).min_by_key(|&i| self.entries[i].checked);
+                    self.entries.swap_remove(oldest.unwrap_or(0));
+                }
+                self.entries.push(Entry {
+                    to,
+                    path: Err(Unresolved::Query),
+                    checked: None,
+                });
+                self.entries.len() - 1
+            }
+        };
+        let e = &mut self.entries[i];
+        if e.checked
+            .is_some_and(|t| now.saturating_duration_since(t) < REFRESH)
+        {
+            return e.path.map_or(Via::Udp, Via::Packet);
+        }
+        let Some((tx, query)) = self.socks.as_mut() else {
+            return Via::Udp;
+        };
+        let path = match tx.set_mark(fwmark) {
+            Ok(()) => query.resolve(to, port, fwmark, ttl()),
+            Err(_) => Err(Unresolved::Mark),
+        };
+        if path != e.path {
+            match &path {
+                Ok(p) => log::verbose(format_args!(
+                    "{ifname}: {to} through a packet socket on device {} from {}, MTU {}",
+                    p.ifindex, p.src, p.mtu
+                )),
+                Err(why) => log::verbose(format_args!(
+                    "{ifname}: {to} through the UDP socket ({why:?} not usable)"
+                )),
+            }
+        }
+        e.path = path;
+        e.checked = Some(now);
+        Via::UdpOnce
+    }
+
+    /// Sends `datagrams` (all to `to`, all fitting `path`); None if the path failed (the
+    /// caller sends them through the UDP socket), else what the device's queue took.
+    pub(super) fn send<'a>(
+        &mut self,
+        path: &Path,
+        port: u16,
+        to: SocketAddr,
+        datagrams: impl IntoIterator<Item = &'a [u8]>,
+    ) -> Option<io::Result<usize>> {
+        let (SocketAddr::V4(to), Some((tx, _))) = (to, self.socks.as_mut()) else {
+            return None;
+        };
+        match tx.send(path, port, to, datagrams) {
+            // A full queue or socket buffer: dropped, as a congested link would.
+            Err(e)
+                if e.kind() == io::ErrorKind::WouldBlock
+                    || e.raw_os_error() == Some(libc::ENOBUFS) =>
+            {
+                Some(Err(e))
+            }
+            Err(e) => {
+                // The device went away or down: look again.
+                log::verbose(format_args!("{to}: packet socket send failed ({e})"));
+                self.forget(None);
+                None
+            }
+            ok => Some(ok),
+        }
+    }
+
+    /// After a change: paths (all, or those on device `ifindex`) are looked up again on
+    /// their next send.
+    pub(super) fn forget(&mut self, ifindex: Option<i32>) {
+        for e in &mut self.entries {
+            let on = e.path.as_ref().map_or(true, |p| Some(p.ifindex) == ifindex);
+            if ifindex.is_none() || on {
+                e.checked = None;
+            }
+        }
+    }
+}
