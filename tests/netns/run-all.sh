@@ -47,6 +47,7 @@ done
 # Fault injection that needs solowg's own behaviour (the references do not batch).
 for u in "${impls[@]}"; do
 	[[ $u == solowg ]] && add_entry gso-fallback "$u"
+	[[ $u == solowg ]] && add_entry packet-tx "$u"
 	[[ $u == solowg ]] && add_entry shaped-link "$u"
 done
 # OpenWrt mode (UCI, ubus, the netifd handler) is solowg's own.
