@@ -171,12 +171,15 @@ impl PacketPaths {
         }
     }
 
-    /// After a change: paths (all, or those on device `ifindex`) are looked up again on
-    /// their next send.
+    /// After a change: paths (all, or with `ifindex` after a neighbour change those on that
+    /// device and those waiting for a next hop) are looked up again on their next send.
     pub(super) fn forget(&mut self, ifindex: Option<i32>) {
         for e in &mut self.entries {
-            let on = e.path.as_ref().map_or(true, |p| Some(p.ifindex) == ifindex);
-            if ifindex.is_none() || on {
+            let touched = match &e.path {
+                Ok(p) => Some(p.ifindex) == ifindex,
+                Err(why) => *why == Unresolved::Neighbour,
+            };
+            if ifindex.is_none() || touched {
                 e.checked = None;
             }
         }
