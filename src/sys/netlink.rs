@@ -151,8 +151,10 @@ pub fn parse(mut b: &[u8], ifindex: i32, out: &mut Vec<LinkEvent>) {
         let msg = &b[..len];
         let kind = ne_u16(msg, 4).unwrap_or(0);
         let body = &msg[NLMSG_HDR..];
-        if matches!(kind, RTM_NEWNEIGH | RTM_DELNEIGH) {
-            // ndmsg: family, pads, then the device's index.
+        if matches!(kind, RTM_NEWNEIGH | RTM_DELNEIGH)
+            && body.first() == Some(&(libc::AF_INET as u8))
+        {
+            // ndmsg: family, pads, then the device's index. IPv4 only: the packet path's.
             if let Some(index) = ne_u32(body, 4) {
                 out.push(LinkEvent::Neighbour(index as i32));
             }
@@ -251,9 +253,17 @@ mod tests {
 
     #[test]
     fn neighbour_changes_name_their_device() {
-        // ndmsg keeps the device's index where ifinfomsg does.
-        let mut b = msg(RTM_NEWNEIGH, 4, &[]);
-        b.extend(msg(RTM_DELNEIGH, 9, &[]));
+        // ndmsg keeps the device's index where ifinfomsg does; its first byte is the family.
+        let v4 = |kind, index| {
+            let mut m = msg(kind, index, &[]);
+            m[NLMSG_HDR] = libc::AF_INET as u8;
+            m
+        };
+        let mut b = v4(RTM_NEWNEIGH, 4);
+        b.extend(v4(RTM_DELNEIGH, 9));
+        let mut v6 = msg(RTM_NEWNEIGH, 5, &[]);
+        v6[NLMSG_HDR] = libc::AF_INET6 as u8;
+        b.extend(v6);
         let mut out = Vec::new();
         parse(&b, 7, &mut out);
         assert_eq!(out, vec![LinkEvent::Neighbour(4), LinkEvent::Neighbour(9)]);

@@ -25,18 +25,20 @@ pub struct Path {
     pub src: Ipv4Addr,
     /// Largest IP packet the path takes (device MTU, or the route's or a learned path MTU).
     pub mtu: u32,
+    /// Don't Fragment, unless the route's MTU is locked (as the kernel does).
+    pub df: bool,
     pub ttl: u8,
 }
 
 impl Path {
     /// True if a datagram of `len` bytes fits without fragmentation.
     pub fn fits(&self, len: usize) -> bool {
-        len + 28 <= self.mtu as usize
+        len + 28 <= (self.mtu as usize).min(usize::from(u16::MAX))
     }
 }
 
 /// Writes the headers for a `payload`-long datagram from `path` (source port `sport`) to
-/// `to`, IP identification `id`: DF set, ECN and DSCP zero (as from our UDP sockets), the
+/// `to`, IP identification `id`: DF as the path says, ECN and DSCP zero (as from our UDP sockets), the
 /// UDP checksum computed over `data` (the datagram itself).
 pub fn write_headers(
     h: &mut [u8; HEADERS],
@@ -55,7 +57,7 @@ pub fn write_headers(
     ip[1] = 0;
     ip[2..4].copy_from_slice(&(20 + udp_len).to_be_bytes());
     ip[4..6].copy_from_slice(&id.to_be_bytes());
-    ip[6..8].copy_from_slice(&0x4000u16.to_be_bytes()); // DF
+    ip[6..8].copy_from_slice(&if path.df { 0x4000u16 } else { 0 }.to_be_bytes());
     ip[8] = path.ttl;
     ip[9] = libc::IPPROTO_UDP as u8;
     ip[10..12].fill(0);
@@ -225,6 +227,7 @@ mod tests {
             dst_mac: [2, 0, 0, 0, 0, 2],
             src: Ipv4Addr::new(10, 203, 0, 2),
             mtu: 1500,
+            df: true,
             ttl: 64,
         }
     }

@@ -313,6 +313,9 @@ c=$(counters "$NT_IF_A") || c=
 nt_info "A's counters: $c"
 pkt=$(field "$c" packet_tx_datagrams)
 udp=$(field "$c" udp_tx_datagrams)
+# Only the restarted A can log this: it ran without GSO and chose the UDP socket.
+off_logged() { grep -q 'SOLOWG_NO_PACKET_TX=1: every datagram through the UDP socket' "$LOG_A"; }
+nt_check off.no-GSO-and-packet-socket-off-logged off_logged || true
 off_ok() { [[ $pkt == 0 && ${udp:-0} -gt 3000 ]]; }
 nt_check off.packet-tx-datagrams-stays-0 off_ok || nt_info "packet_tx_datagrams=${pkt:-missing} udp_tx_datagrams=${udp:-missing}"
 nt_summary

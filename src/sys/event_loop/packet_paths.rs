@@ -23,8 +23,11 @@ use std::net::SocketAddrV4;
 /// Longest an endpoint's datagrams go without one through the UDP socket, and its path
 /// without a lookup. Well below the shortest UDP conntrack timeout in use (30 s unreplied).
 const REFRESH: Duration = Duration::from_secs(1);
-/// Endpoints remembered; past this the longest-unchecked one is forgotten.
+/// Endpoints remembered. Past this a new endpoint takes the slot of one sent nothing for
+/// IDLE, else it goes through the UDP socket (so many busy endpoints do not take turns
+/// evicting each other, each with a lookup).
 const MAX_ENTRIES: usize = 32;
+const IDLE: Duration = Duration::from_secs(30);
 
 struct Entry {
     to: SocketAddrV4,
@@ -33,6 +36,8 @@ struct Entry {
     /// When it was looked up (and one datagram went through the UDP socket); None after a
     /// change: looked up again on the next send.
     checked: Option<Instant>,
+    /// When datagrams to it were last sent.
+    used: Instant,
 }
 
 /// How the next datagrams to an endpoint leave.
@@ -101,18 +106,23 @@ impl PacketPaths {
             Some(i) => i,
             None => {
                 if self.entries.len() == MAX_ENTRIES {
-                    let oldest = (0..self.entries.len()).min_by_key(|&i| self.entries[i].checked);
-                    self.entries.swap_remove(oldest.unwrap_or(0));
+                    let idle = |e: &Entry| now.saturating_duration_since(e.used) >= IDLE;
+                    let Some(i) = self.entries.iter().position(idle) else {
+                        return Via::Udp;
+                    };
+                    self.entries.swap_remove(i);
                 }
                 self.entries.push(Entry {
                     to,
                     path: Err(Unresolved::Query),
                     checked: None,
+                    used: now,
                 });
                 self.entries.len() - 1
             }
         };
         let e = &mut self.entries[i];
+        e.used = now;
         if e.checked
             .is_some_and(|t| now.saturating_duration_since(t) < REFRESH)
         {
