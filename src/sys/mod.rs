@@ -19,3 +19,20 @@ pub mod signals;
 pub mod stats;
 pub mod tun;
 pub mod udp;
+
+/// A new socket (close-on-exec is the caller's to ask for in `ty`), owned.
+#[allow(unsafe_code)] // socket(2) has no std API for these families
+pub(crate) fn socket(
+    domain: libc::c_int,
+    ty: libc::c_int,
+    protocol: libc::c_int,
+) -> std::io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: plain socket(2); ownership goes to OwnedFd right away.
+    let fd = unsafe { libc::socket(domain, ty, protocol) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: fd is a fresh socket nobody else owns.
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
+}

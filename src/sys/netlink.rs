@@ -6,7 +6,7 @@
 use std::ffi::CString;
 use std::fs::File;
 use std::io::{self, Read};
-use std::os::fd::{AsFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 
 const RTM_NEWLINK: u16 = 16;
 const RTM_DELLINK: u16 = 17;
@@ -44,22 +44,20 @@ pub fn ifindex(name: &str) -> Option<i32> {
     (i != 0).then_some(i as i32)
 }
 
+/// A non-blocking rtnetlink socket.
+pub fn route_socket() -> io::Result<OwnedFd> {
+    super::socket(
+        libc::AF_NETLINK,
+        libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+        libc::NETLINK_ROUTE,
+    )
+}
+
 impl LinkMonitor {
     pub fn new(ifname: &str) -> io::Result<LinkMonitor> {
         let ifindex = ifindex(ifname).ok_or_else(io::Error::last_os_error)?;
-        // SAFETY: plain socket(2); ownership goes to OwnedFd right away.
-        let fd = unsafe {
-            libc::socket(
-                libc::AF_NETLINK,
-                libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-                libc::NETLINK_ROUTE,
-            )
-        };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: fd is a fresh socket nobody else owns.
-        let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+        let owned = route_socket()?;
+        let fd = owned.as_raw_fd();
         // SAFETY: sockaddr_nl is plain data; all-zero is valid before we fill it.
         let mut addr: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
         addr.nl_family = libc::AF_NETLINK as libc::sa_family_t;
@@ -106,7 +104,6 @@ impl LinkMonitor {
     /// Reports neighbour changes too from now on (the packet transmit path uses the next
     /// hop's link-layer address; most interfaces never need them).
     pub fn watch_neighbours(&self) -> io::Result<()> {
-        use std::os::fd::AsRawFd;
         // SAFETY: an int option of its size on our own socket.
         let rc = unsafe {
             libc::setsockopt(

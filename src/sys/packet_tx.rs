@@ -10,7 +10,7 @@ use super::batch::MAX_SEGMENTS;
 use super::offload;
 use std::io;
 use std::net::{Ipv4Addr, SocketAddrV4};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 
 /// Ethernet, IPv4 (no options) and UDP headers.
 pub const HEADERS: usize = 14 + 20 + 8;
@@ -93,19 +93,11 @@ pub struct PacketTx {
 impl PacketTx {
     /// Fails without CAP_NET_RAW.
     pub fn open() -> io::Result<PacketTx> {
-        // SAFETY: plain socket(2); ownership goes to OwnedFd right away.
-        let fd = unsafe {
-            libc::socket(
-                libc::AF_PACKET,
-                libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-                0,
-            )
-        };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: fd is a fresh socket nobody else owns.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let fd = super::socket(
+            libc::AF_PACKET,
+            libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            0,
+        )?;
         // As deep as the UDP sockets' buffers: a batch must not overrun it.
         let size: libc::c_int = 4 << 20;
         // SAFETY: an int option of its size. Without the privilege it is only smaller.

@@ -12,7 +12,7 @@ use super::packet_tx::Path;
 use std::io;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::ops::Range;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 
 const NLMSG_HDR: usize = 16;
 const NLMSG_ERROR: u16 = 2;
@@ -195,13 +195,7 @@ pub fn parse_arp(table: &[u8], addr: Ipv4Addr, dev: &[u8]) -> Result<[u8; 6], Un
 
 /// The name, address and MTU of device `ifindex`, if it is an Ethernet device that is up.
 fn ethernet_device(ifindex: i32) -> Result<(libc::ifreq, [u8; 6], u32), Unresolved> {
-    // SAFETY: plain socket(2); ownership goes to OwnedFd right away.
-    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
-    if fd < 0 {
-        return Err(Unresolved::Query);
-    }
-    // SAFETY: fd is a fresh socket nobody else owns.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let fd = super::tun::ctl_socket().map_err(|_| Unresolved::Query)?;
     // SAFETY: ifreq is plain data; all-zero is valid before we fill it.
     let mut ifr: libc::ifreq = unsafe { std::mem::zeroed() };
     ifr.ifr_ifru.ifru_ifindex = ifindex;
@@ -245,20 +239,8 @@ fn put_attr(m: &mut Vec<u8>, kind: u16, payload: &[u8]) {
 
 impl RouteQuery {
     pub fn open() -> io::Result<RouteQuery> {
-        // SAFETY: plain socket(2); ownership goes to OwnedFd right away.
-        let fd = unsafe {
-            libc::socket(
-                libc::AF_NETLINK,
-                libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-                libc::NETLINK_ROUTE,
-            )
-        };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
         Ok(RouteQuery {
-            // SAFETY: fd is a fresh socket nobody else owns.
-            fd: unsafe { OwnedFd::from_raw_fd(fd) },
+            fd: super::netlink::route_socket()?,
             seq: 0,
             buf: vec![0; 16 << 10],
         })

@@ -11,7 +11,7 @@
 
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::os::unix::fs::OpenOptionsExt;
 
 pub struct Tun {
@@ -135,14 +135,7 @@ impl Tun {
     }
 
     fn with_ctl_socket<T>(f: impl FnOnce(libc::c_int) -> io::Result<T>) -> io::Result<T> {
-        // SAFETY: plain socket(2) call; the fd is closed by OwnedFd below.
-        let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: fd is a fresh, valid socket that nothing else owns.
-        let owned = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
-        f(owned.as_raw_fd())
+        f(ctl_socket()?.as_raw_fd())
     }
 
     pub fn set_mtu(&self, mtu: u32) -> io::Result<()> {
@@ -174,4 +167,9 @@ impl AsFd for Tun {
     fn as_fd(&self) -> BorrowedFd<'_> {
         self.file.as_fd()
     }
+}
+
+/// A socket for device ioctls (SIOCGIF*, SIOCSIFMTU).
+pub fn ctl_socket() -> io::Result<std::os::fd::OwnedFd> {
+    super::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0)
 }

@@ -512,3 +512,21 @@ nt_iperf() {
 	[[ $NT_IPERF_SENT =~ ^[0-9]+$ && $NT_IPERF_RECV =~ ^[0-9]+$ ]] || return 1
 	[[ $rc -eq 0 && $NT_IPERF_RECV -gt 0 ]]
 }
+
+# nt_more_stats_lines IF LOG N: LOG holds more than N stats lines for IF (counted on every
+# call: a count taken once, before the daemon wrote its line, would never grow).
+nt_more_stats_lines() { test "$(grep -c "stats $1: " "$2" || true)" -gt "$3"; }
+# nt_counters IF: solowg's stats line for IF (its data path's counters), asked for with
+# SIGUSR1 and waited for (5 s). The daemon's log is NT_TMP/daemon-IF-$U.log.
+nt_counters() {
+	local log="$NT_TMP/daemon-$1-$U.log" n
+	n=$(grep -c "stats $1: " "$log" || true)
+	kill -USR1 "$(nt_daemon_os_pid "$1")" || return 1
+	if ! nt_wait_until 5 nt_more_stats_lines "$1" "$log" "$n"; then
+		nt_info "no stats line from $1 within 5 s of SIGUSR1" >&2
+		return 1
+	fi
+	grep "stats $1: " "$log" | tail -n 1
+}
+# nt_stats_field LINE KEY: the value of KEY in a stats line (empty if absent).
+nt_stats_field() { tr ' ' '\n' <<<"$1" | sed -n "s/^$2=//p"; }

@@ -79,26 +79,11 @@ nt_check start.B nt_start_daemon "$U" "$NT_NS_B" "$NT_IF_B" || {
 nt_check configure nt_config_pair pa pb v4 || true
 nt_check ping4 nt_wait_ping "$NT_NS_A" "$NT_IN4_B" 10 || true
 
-# more_stats_lines IF LOG N: LOG holds more than N stats lines for IF.
-more_stats_lines() { test "$(grep -c "stats $1: " "$2" || true)" -gt "$3"; }
-# counters IF: the daemon's stats line for IF, asked for with SIGUSR1.
-counters() {
-	local log="$NT_TMP/daemon-$1-$U.log" n
-	n=$(grep -c "stats $1: " "$log" || true)
-	kill -USR1 "$(nt_daemon_os_pid "$1")" || return 1
-	if ! nt_wait_until 5 more_stats_lines "$1" "$log" "$n"; then
-		nt_info "no stats line from $1 within 5 s of SIGUSR1" >&2
-		return 1
-	fi
-	grep "stats $1: " "$log" | tail -n 1
-}
-# field LINE KEY: the value of KEY in a stats line (empty if absent).
-field() { tr ' ' '\n' <<<"$1" | sed -n "s/^$2=//p"; }
 # delta LINE0 LINE1 KEY: KEY's increase; fails if KEY is missing from either line.
 delta() {
 	local v0 v1
-	v0=$(field "$1" "$3")
-	v1=$(field "$2" "$3")
+	v0=$(nt_stats_field "$1" "$3")
+	v1=$(nt_stats_field "$2" "$3")
 	[[ $v0 =~ ^[0-9]+$ && $v1 =~ ^[0-9]+$ ]] || return 1
 	echo $((v1 - v0))
 }
@@ -128,10 +113,10 @@ tx_packets() { ip netns exec "$1" cat "/sys/class/net/$2/statistics/tx_packets";
 iperf_check iperf3-20M.A-to-B 20971520 -n 20M || true
 gso_logged() { grep -q 'UDP GSO unavailable' "$LOG_A"; }
 nt_check gso-unavailable-logged gso_logged || true
-c=$(counters "$NT_IF_A") || c=
+c=$(nt_counters "$NT_IF_A") || c=
 nt_info "A's counters: $c"
-pkt=$(field "$c" packet_tx_datagrams)
-udp=$(field "$c" udp_tx_datagrams)
+pkt=$(nt_stats_field "$c" packet_tx_datagrams)
+udp=$(nt_stats_field "$c" udp_tx_datagrams)
 bulk_ok() { [[ ${udp:-0} -gt 10000 ]] && share_ok "$pkt" "$udp" 90; }
 nt_check "packet-tx.carries->=90%-of-datagrams" bulk_ok || nt_info "packet_tx_datagrams=${pkt:-missing} udp_tx_datagrams=${udp:-missing}"
 
@@ -211,9 +196,9 @@ s.sendto(b"END", to)' "$NT_IN4_B" "$SINK_PORT" || nt_info "$label: sender failed
 	[[ $d0 =~ ^[0-9]+$ && $d1 =~ ^[0-9]+$ ]] && OW_DROPS=$((d1 - d0))
 	nt_info "$label: B received ${OW_GOT:-?} of 600 one-way datagrams; A's firewall dropped $OW_DROPS of B's datagrams during the B->A ping (total $d1)"
 }
-ct_c0=$(counters "$NT_IF_A") || ct_c0=
+ct_c0=$(nt_counters "$NT_IF_A") || ct_c0=
 one_way refreshed
-ct_c1=$(counters "$NT_IF_A") || ct_c1=
+ct_c1=$(nt_counters "$NT_IF_A") || ct_c1=
 nt_info "during the one-way run: packet_tx_datagrams +$(delta "$ct_c0" "$ct_c1" packet_tx_datagrams || echo '?') of udp_tx_datagrams +$(delta "$ct_c0" "$ct_c1" udp_tx_datagrams || echo '?')"
 got_most() { [[ $OW_GOT =~ ^[0-9]+$ ]] && ((OW_GOT >= 570)); }
 nt_check ct.one-way-datagrams-arrived got_most || true
@@ -241,9 +226,9 @@ loss=$(grep -oE '[0-9.]+% packet loss' "$NT_TMP/ping-flush.out" | grep -oE '^[0-
 rcvd=$(grep -oE '[0-9]+ received' "$NT_TMP/ping-flush.out" | grep -oE '^[0-9]+' || true)
 nt_info "ping across the flush: ${rcvd:-?} of 50 replies (${loss:-?}% loss)"
 nt_check "neigh.ping-loss-<=10%-across-the-flush" test "${rcvd:-0}" -ge 45 || true
-n0=$(counters "$NT_IF_A") || n0=
+n0=$(nt_counters "$NT_IF_A") || n0=
 iperf_check iperf3-5M.A-to-B.after-neigh-flush "$MB5" -n 5M || true
-n1=$(counters "$NT_IF_A") || n1=
+n1=$(nt_counters "$NT_IF_A") || n1=
 dp=$(delta "$n0" "$n1" packet_tx_datagrams) || dp=
 du=$(delta "$n0" "$n1" udp_tx_datagrams) || du=
 nt_info "after the flush: packet_tx_datagrams +${dp:-?} of udp_tx_datagrams +${du:-?}"
@@ -267,12 +252,12 @@ nt_check route.second-veth-pair veth2 || true
 # Only A's way out changes: its source address stays, so neither side's endpoint roams (B
 # answers by its own route, through the first pair).
 nt_check route.add-via-second-veth ip -n "$NT_NS_A" route add "$NT_OUT4_B/32" via "$OUT4_B2" dev "$VETH2_A" src "$NT_OUT4_A" || true
-r0=$(counters "$NT_IF_A") || r0=
+r0=$(nt_counters "$NT_IF_A") || r0=
 t0_2=$(tx_packets "$NT_NS_A" "$VETH2_A") || t0_2=0
 iperf_check iperf3-10M.A-to-B.via-second-veth "$MB10" -n 10M || true
 need=$(datagrams_needed)
 t1_2=$(tx_packets "$NT_NS_A" "$VETH2_A") || t1_2=0
-r1=$(counters "$NT_IF_A") || r1=
+r1=$(nt_counters "$NT_IF_A") || r1=
 dp=$(delta "$r0" "$r1" packet_tx_datagrams) || dp=
 du=$(delta "$r0" "$r1" udp_tx_datagrams) || du=
 nt_info "via $VETH2_A: its tx_packets +$((t1_2 - t0_2)); packet_tx_datagrams +${dp:-?} of udp_tx_datagrams +${du:-?}; A's endpoint for B: $(nt_peer_field "$NT_NS_A" "$NT_IF_A" 3)"
@@ -283,10 +268,10 @@ nt_info "A's route to B now: $(ip -n "$NT_NS_A" route get "$NT_OUT4_B" | head -n
 nt_info "A's UDP sockets: $(ip netns exec "$NT_NS_A" ss -Huan | awk '{ print $4, $5 }' | tr '\n' ';')"
 t0_1=$(tx_packets "$NT_NS_A" "$NT_VETH_A") || t0_1=0
 t0_2=$(tx_packets "$NT_NS_A" "$VETH2_A") || t0_2=0
-r0=$(counters "$NT_IF_A") || r0=
+r0=$(nt_counters "$NT_IF_A") || r0=
 iperf_check iperf3-10M.A-to-B.back-on-first-veth "$MB10" -n 10M || true
 need=$(datagrams_needed)
-r1=$(counters "$NT_IF_A") || r1=
+r1=$(nt_counters "$NT_IF_A") || r1=
 t1_1=$(tx_packets "$NT_NS_A" "$NT_VETH_A") || t1_1=0
 t1_2=$(tx_packets "$NT_NS_A" "$VETH2_A") || t1_2=0
 dp=$(delta "$r0" "$r1" packet_tx_datagrams) || dp=
@@ -309,10 +294,10 @@ restart_a() {
 NT_WRAP=()
 nt_check off.restart-A-with-SOLOWG_NO_PACKET_TX=1 restart_a || true
 iperf_check iperf3-10M.A-to-B.packet-tx-off "$MB10" -n 10M || true
-c=$(counters "$NT_IF_A") || c=
+c=$(nt_counters "$NT_IF_A") || c=
 nt_info "A's counters: $c"
-pkt=$(field "$c" packet_tx_datagrams)
-udp=$(field "$c" udp_tx_datagrams)
+pkt=$(nt_stats_field "$c" packet_tx_datagrams)
+udp=$(nt_stats_field "$c" udp_tx_datagrams)
 # Only the restarted A can log this: it ran without GSO and chose the UDP socket.
 off_logged() { grep -q 'SOLOWG_NO_PACKET_TX=1: every datagram through the UDP socket' "$LOG_A"; }
 nt_check off.no-GSO-and-packet-socket-off-logged off_logged || true

@@ -34,28 +34,14 @@ nt_check ping4 nt_wait_ping "$NT_NS_A" "$NT_IN4_B" 10 || true
 nt_check shape.A-outer ip -n "$NT_NS_A" link set "$NT_VETH_A" qlen 10000 || true
 nt_check shape.A-outer-tbf tc -n "$NT_NS_A" qdisc replace dev "$NT_VETH_A" root tbf rate 20mbit burst 6000 latency 4s || true
 
-# more_stats_lines IF LOG N: LOG holds more than N stats lines for IF (counted on every call:
-# a count taken once, before the daemon wrote its line, would never grow).
-more_stats_lines() { test "$(grep -c "stats $1: " "$2" || true)" -gt "$3"; }
-# counters IF: the daemon's last stats line for IF (after SIGUSR1).
-counters() {
-	local log="$NT_TMP/daemon-$1-$U.log" n
-	n=$(grep -c "stats $1: " "$log" || true)
-	kill -USR1 "$(nt_daemon_os_pid "$1")" || return 1
-	if ! nt_wait_until 5 more_stats_lines "$1" "$log" "$n"; then
-		nt_info "no stats line from $1 within 5 s of SIGUSR1" >&2
-		return 1
-	fi
-	grep "stats $1: " "$log" | tail -n 1
-}
 # udp_rcvbuf_errors NS: datagrams NS's kernel dropped at a full UDP receive buffer (per
 # namespace, /proc/net/snmp): B's kernel, not either daemon, drops those when B falls behind.
 udp_rcvbuf_errors() {
 	# shellcheck disable=SC2016 # awk's own fields
 	ip netns exec "$1" awk '/^Udp:/ { if (!n) { for (i = 1; i <= NF; i++) if ($i == "RcvbufErrors") col = i; n = 1 } else print $col }' /proc/net/snmp
 }
-a0=$(counters "$NT_IF_A") || a0=
-b0=$(counters "$NT_IF_B") || b0=
+a0=$(nt_counters "$NT_IF_A") || a0=
+b0=$(nt_counters "$NT_IF_B") || b0=
 r0=$(udp_rcvbuf_errors "$NT_NS_B") || r0=0
 
 name=iperf3-udp-100M-5s.A-to-B-through-the-shaper
@@ -66,16 +52,14 @@ else
 fi
 # Nothing in flight before the counters are read again (the queue drains in < 2 s).
 sleep 3
-a1=$(counters "$NT_IF_A") || a1=
-b1=$(counters "$NT_IF_B") || b1=
+a1=$(nt_counters "$NT_IF_A") || a1=
+b1=$(nt_counters "$NT_IF_B") || b1=
 r1=$(udp_rcvbuf_errors "$NT_NS_B") || r1=0
 nt_info "A: $a1"
 nt_info "B: $b1"
 nt_info "A's shaper: $(tc -n "$NT_NS_A" -s qdisc show dev "$NT_VETH_A" | tr '\n' ' ')"
 
-# field LINE KEY
-field() { tr ' ' '\n' <<<"$1" | sed -n "s/^$2=//p"; }
-delta() { echo $(($(field "$2" "$3") - $(field "$1" "$3"))); }
+delta() { echo $(($(nt_stats_field "$2" "$3") - $(nt_stats_field "$1" "$3"))); }
 sent=$(delta "$a0" "$a1" udp_tx_datagrams) || sent=0
 dropped=$(delta "$a0" "$a1" udp_tx_dropped) || dropped=0
 got=$(delta "$b0" "$b1" udp_rx_datagrams) || got=0
@@ -103,8 +87,8 @@ nt_check tunnel-still-up nt_wait_ping "$NT_NS_A" "$NT_IN4_B" 5 || true
 # and the close. A's link is paced (400 Mbit/s, a queue longer than the burst) and the
 # sender pauses every 100 datagrams, so that neither A's TUN queue nor B's backlog drops.
 nt_check pace.A-outer tc -n "$NT_NS_A" qdisc replace dev "$NT_VETH_A" root tbf rate 400mbit burst 6000 latency 1s || true
-a2=$(counters "$NT_IF_A") || a2=
-b2=$(counters "$NT_IF_B") || b2=
+a2=$(nt_counters "$NT_IF_A") || a2=
+b2=$(nt_counters "$NT_IF_B") || b2=
 r2=$(udp_rcvbuf_errors "$NT_NS_B") || r2=0
 b_pid=$(nt_daemon_os_pid "$NT_IF_B")
 kill -STOP "$b_pid"
@@ -122,8 +106,8 @@ nt_check fwmark-set-while-B-was-stopped wait "$mark" || true
 fwmark_is() { test "$(nt_wg "$NT_NS_B" show "$NT_IF_B" fwmark)" = "$1"; }
 nt_check fwmark-applied fwmark_is 0x10a || true
 sleep 2
-a3=$(counters "$NT_IF_A") || a3=
-b3=$(counters "$NT_IF_B") || b3=
+a3=$(nt_counters "$NT_IF_A") || a3=
+b3=$(nt_counters "$NT_IF_B") || b3=
 r3=$(udp_rcvbuf_errors "$NT_NS_B") || r3=0
 sent=$(delta "$a2" "$a3" udp_tx_datagrams) || sent=0
 dropped=$(delta "$a2" "$a3" udp_tx_dropped) || dropped=0
