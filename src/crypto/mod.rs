@@ -244,9 +244,18 @@ pub fn xopen_to(
         .is_ok()
 }
 
+/// The private key times the base point. On 32-bit targets (routers with 8-16 MB of flash) by
+/// the same Montgomery ladder as `dh`: dalek's fixed-base multiplication links a 30 KB table and
+/// the Edwards code (-37.8 KB of the mips_24kc package) for a product taken twice per handshake
+/// (+21% instructions per handshake on MIPS). 64-bit builds keep the faster table.
 pub fn public_key(private: &[u8; KEY_LEN]) -> [u8; KEY_LEN] {
     let s = x25519_dalek::StaticSecret::from(*private);
-    x25519_dalek::PublicKey::from(&s).to_bytes()
+    if cfg!(target_pointer_width = "32") {
+        let base = x25519_dalek::PublicKey::from(x25519_dalek::X25519_BASEPOINT_BYTES);
+        s.diffie_hellman(&base).to_bytes()
+    } else {
+        x25519_dalek::PublicKey::from(&s).to_bytes()
+    }
 }
 
 /// X25519; None when the result is all zeros (peer sent a low-order point).
@@ -468,6 +477,31 @@ mod tests {
         let ba = dh(&b, &public_key(&a)).unwrap();
         assert_eq!(*ab, *ba);
         assert!(dh(&a, &[0u8; 32]).is_none());
+    }
+
+    #[test]
+    fn public_key_is_the_base_point_multiple() {
+        // RFC 7748, section 6.1: Alice's key pair.
+        let hex = |s: &str| -> [u8; 32] {
+            let mut k = [0u8; 32];
+            for (i, b) in k.iter_mut().enumerate() {
+                *b = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap();
+            }
+            k
+        };
+        let alice = hex("77076d0a7318a57d3c16c17251b26645df4c2f87ebc0992ab177fba51db92c2a");
+        let public = hex("8520f0098930a754748b7ddcb43ef75a0dbf3a0d26381af4eba4a98eaa9b4e6a");
+        assert_eq!(public_key(&alice), public);
+        // Ladder and fixed-base multiplication agree for other keys, clamped or not, whichever
+        // of them this target's `public_key` uses.
+        let base = x25519_dalek::PublicKey::from(x25519_dalek::X25519_BASEPOINT_BYTES);
+        let mut rng = Rng::from_seed([3; 32]);
+        for _ in 0..16 {
+            let s = x25519_dalek::StaticSecret::from(*rng.key());
+            let ladder = s.diffie_hellman(&base).to_bytes();
+            assert_eq!(ladder, x25519_dalek::PublicKey::from(&s).to_bytes());
+            assert_eq!(public_key(&s.to_bytes()), ladder);
+        }
     }
 
     #[test]
