@@ -17,6 +17,7 @@ KSEG0.
 """
 import argparse
 import bisect
+import csv
 import glob
 import os
 import re
@@ -24,6 +25,18 @@ import shutil
 import struct
 import subprocess
 import sys
+
+
+def long_run_bytes(raw_dir):
+    """{nic-impl-topo-dir-rep: bytes} of the long runs from raw.tsv, {} if absent."""
+    path = os.path.join(raw_dir, "raw.tsv")
+    if not os.path.exists(path):
+        return {}
+    out = {}
+    for r in csv.DictReader(open(path), delimiter="\t"):
+        if r.get("kind") == "long" and r.get("bytes", "").isdigit():
+            out["-".join(r[k] for k in ("nic", "impl", "topo", "dir", "rep"))] = int(r["bytes"])
+    return out
 
 
 def read_prof(path):
@@ -184,6 +197,7 @@ def main():
     ap.add_argument("raw_dir")
     a = ap.parse_args()
     user = Symbols(elf_functions(a.solowg), "solowg")
+    run_bytes = long_run_bytes(a.raw_dir)
     for p1 in sorted(glob.glob(os.path.join(a.raw_dir, "prof-*.1"))):
         p0 = p1[:-1] + "0"
         if not os.path.exists(p0):
@@ -240,7 +254,9 @@ def main():
         if not total:
             continue
         split = ", ".join(f"{s} {100 * n / total:.1f}%" for s, n in sorted(by_space.items()))
-        print(f"### profile {name}: {total / 1e9:.2f} G instructions ({split}); "
+        carried = run_bytes.get(name, 0)
+        per_byte = f", {total / carried:.1f} per byte carried" if carried else ""
+        print(f"### profile {name}: {total / 1e9:.2f} G instructions{per_byte} ({split}); "
               f"{refills / 1e6:.2f} M TLB refills")
         print()
         regions = refill_regions(read_tlb(p0 + ".tlb"), read_tlb(p1 + ".tlb"),
@@ -250,12 +266,15 @@ def main():
             print("TLB refills by page: " + ", ".join(
                 f"{r} {100 * n / counted:.0f}%" for r, n in regions if n >= counted / 200))
             print()
-        print("| share | where | symbol |")
-        print("|---:|---|---|")
+        # Per byte carried (the long run's bytes, start-up included), so that two
+        # implementations' profiles compare symbol by symbol.
+        print("| share | insn/B | where | symbol |")
+        print("|---:|---:|---|---|")
         for key, n in sorted(by_sym.items(), key=lambda kv: -kv[1])[: a.top]:
             space, sym = key.split(" ", 1)
             sym = sym.replace("|", "\\|")
-            print(f"| {100 * n / total:.1f}% | {dict(k='kernel', m='module', u='user')[space]} | `{sym[:90]}` |")
+            ipb = f"{n / carried:.2f}" if carried else "-"
+            print(f"| {100 * n / total:.1f}% | {ipb} | {dict(k='kernel', m='module', u='user')[space]} | `{sym[:90]}` |")
         print()
 
 
