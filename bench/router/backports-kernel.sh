@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A newer kernel for the router benchmark's guest: Debian's linux-source-VERSION from
+# A newer kernel for the router benchmark's guest: Debian's linux-source-SERIES from
 # bookworm-backports, built for the Malta guest with the configuration of the image's own
 # Debian kernel, installed into a copy of that image. Linux 6.11 and later segment a UDP GSO
 # train in software where the NIC has no checksum offload (6.1 answers EIO), so on such a
@@ -8,7 +8,7 @@
 #   bench/router/backports-kernel.sh [--version 6.12] [OUT_DIR]
 #   SOLOWG_MIPS_DIR=OUT_DIR bench/router/run --short --runs 3 --nics plain --dirs up
 #
-# OUT_DIR defaults to ${SOLOWG_MIPS_DIR:-/var/tmp/solowg-mips-system}-VERSION. The source image
+# OUT_DIR defaults to ${SOLOWG_MIPS_DIR:-/var/tmp/solowg-mips-system}-SERIES. The source image
 # (SOLOWG_MIPS_DIR, made by tests/mips-system/image.sh if missing) is not changed.
 # Configuration: the 6.1 kernel's, every module switched off, then built in what boots the
 # guest without an initrd's modules (virtio PCI and block, ext4), and as modules what the
@@ -17,23 +17,26 @@
 # debug information, no module signing. About 40 minutes on 2 cores.
 # Needs root on Debian: installs gcc-mipsel-linux-gnu, flex, bison, bc, libssl-dev, libelf-dev
 # and kmod when missing; fetches the source package through the host's apt mirror with a
-# private sources list (the host's apt configuration is not changed).
+# private sources list (the host's apt configuration is not changed; SOLOWG_MIPS_MIRROR overrides
+# the mirror, as for image.sh).
 set -euo pipefail
 
 here=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd -- "$here/../.." && pwd)
-VERSION=6.12
+SERIES=6.12
 out=''
 while [[ $# -gt 0 ]]; do
 	case $1 in
-	--version) VERSION=$2 && shift ;;
+	--version) SERIES=$2 && shift ;;
 	-*) echo "usage: $0 [--version 6.12] [OUT_DIR]" >&2 && exit 2 ;;
 	*) out=$1 ;;
 	esac
 	shift
 done
 src_img=${SOLOWG_MIPS_DIR:-/var/tmp/solowg-mips-system}
-out=${out:-$src_img-$VERSION}
+out=${out:-$src_img-$SERIES}
+# shellcheck source=tests/mips-system/host-mirror.sh
+. "$repo/tests/mips-system/host-mirror.sh"
 log() { printf '# backports-kernel: %s\n' "$*"; }
 die() {
 	printf 'backports-kernel: %s\n' "$*" >&2
@@ -56,23 +59,22 @@ base_cfg=$(find "$src_img/rootfs/boot" -maxdepth 1 -name 'config-6.1*' | sort -V
 
 work=$out.build
 mkdir -p "$work"
-src=$work/linux-source-$VERSION
+src=$work/linux-source-$SERIES
 if [[ ! -d $src ]]; then
-	mirror=$(awk '/^URIs:/ { print $2; exit }' /etc/apt/sources.list.d/*.sources 2>/dev/null || true)
-	[[ -n $mirror ]] || mirror=$(awk '$1 == "deb" { print $2; exit }' /etc/apt/sources.list 2>/dev/null || true)
-	[[ -n $mirror ]] || die "no Debian mirror in the host's apt sources"
+	mirror=${SOLOWG_MIPS_MIRROR:-$(host_mirror bookworm)}
+	[[ $mirror =~ ^(https?|file):/ ]] || die "no Debian mirror in the host's apt sources (set SOLOWG_MIPS_MIRROR)"
 	apt_dir=$work/apt
 	mkdir -p "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial" "$apt_dir/parts"
 	echo "deb $mirror bookworm-backports main" >"$apt_dir/sources.list"
 	apt_opts=(-o "Dir::Etc::SourceList=$apt_dir/sources.list" -o "Dir::Etc::SourceParts=$apt_dir/parts"
 		-o "Dir::State::Lists=$apt_dir/lists" -o "Dir::Cache=$apt_dir/cache" -q)
-	log "fetching linux-source-$VERSION from bookworm-backports"
+	log "fetching linux-source-$SERIES from bookworm-backports"
 	apt-get "${apt_opts[@]}" update >/dev/null
-	(cd "$work" && apt-get "${apt_opts[@]}" download "linux-source-$VERSION" >/dev/null)
-	deb=$(find "$work" -maxdepth 1 -name "linux-source-${VERSION}_*.deb" | head -n 1)
-	[[ -f $deb ]] || die "linux-source-$VERSION was not downloaded"
+	(cd "$work" && apt-get "${apt_opts[@]}" download "linux-source-$SERIES" >/dev/null)
+	deb=$(find "$work" -maxdepth 1 -name "linux-source-${SERIES}_*.deb" | head -n 1)
+	[[ -f $deb ]] || die "linux-source-$SERIES was not downloaded"
 	dpkg-deb -x "$deb" "$work/pkg"
-	tar -C "$work" -xf "$work/pkg/usr/src/linux-source-$VERSION.tar.xz"
+	tar -C "$work" -xf "$work/pkg/usr/src/linux-source-$SERIES.tar.xz"
 	rm -rf "$work/pkg"
 fi
 
@@ -91,7 +93,7 @@ for want in CONFIG_WIREGUARD=m CONFIG_TUN=m CONFIG_VIRTIO_NET=m CONFIG_VIRTIO_BL
 	CONFIG_EXT4_FS=y CONFIG_PACKET=y; do
 	grep -qx "$want" "$src/.config" || die "configuration lacks $want"
 done
-log "building Linux $VERSION (make -j$(nproc) vmlinux modules)"
+log "building Linux $SERIES (make -j$(nproc) vmlinux modules)"
 t0=$SECONDS
 make_k -j"$(nproc)" vmlinux modules >"$work/make.log" 2>&1 || die "build failed, see $work/make.log"
 kver=$(cat "$src/include/config/kernel.release")

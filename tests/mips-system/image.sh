@@ -79,42 +79,8 @@ if [[ ${#missing[@]} -gt 0 ]]; then
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" </dev/null
 fi
 
-# The first Debian mirror the host's apt is configured with: a deb822 stanza or a one-line
-# entry serving $SUITE, else the host's own release (any Debian mirror carries both).
-host_mirror() {
-	local codename want f
-	codename=$(. /etc/os-release && printf '%s' "${VERSION_CODENAME:-}")
-	for want in "$SUITE" "$codename"; do
-		[[ -n $want ]] || continue
-		for f in /etc/apt/sources.list.d/*.sources; do
-			[[ -f $f ]] || continue
-			awk -v want="$want" '
-				BEGIN { RS = ""; FS = "\n" }
-				{
-					types = ""; uris = ""; suites = ""; enabled = "yes"
-					for (i = 1; i <= NF; i++) {
-						if ($i ~ /^[ \t]*#/) continue
-						split($i, kv, ":[ \t]*")
-						key = tolower(kv[1]); val = substr($i, length(kv[1]) + 2)
-						sub(/^[ \t]+/, "", val)
-						if (key == "types") types = val
-						else if (key == "uris") uris = val
-						else if (key == "suites") suites = val
-						else if (key == "enabled") enabled = tolower(val)
-					}
-					if (enabled == "no" || (" " types " ") !~ / deb /) next
-					if ((" " suites " ") !~ (" " want " ")) next
-					split(uris, u, /[ \t]+/)
-					print u[1]; exit
-				}' "$f"
-		done
-		for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-			[[ -f $f ]] || continue
-			# deb [options] URI SUITE COMPONENT...
-			sed -e 's/\[[^]]*\]//' "$f" | awk -v want="$want" '$1 == "deb" && $3 == want { print $2; exit }'
-		done
-	done | head -n 1
-}
+# shellcheck source=tests/mips-system/host-mirror.sh
+. "$here/host-mirror.sh"
 
 mkdir -p "$dir"
 exec 9>"$dir/.lock"
@@ -163,7 +129,7 @@ binfmt_setup() {
 
 build_rootfs() {
 	local mirror t0 new=$dir/rootfs.new
-	mirror=${SOLOWG_MIPS_MIRROR:-$(host_mirror)}
+	mirror=${SOLOWG_MIPS_MIRROR:-$(host_mirror "$SUITE")}
 	[[ $mirror =~ ^(https?|file):/ ]] || die "no Debian mirror found in /etc/apt/sources.list* (set SOLOWG_MIPS_MIRROR)"
 	log "debootstrap $SUITE/$ARCH from the host's mirror: ${GUEST_PKGS[*]}"
 	t0=$SECONDS
