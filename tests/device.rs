@@ -6,12 +6,12 @@ mod common;
 use common::*;
 use solowg::crypto::Rng;
 use solowg::proto::device::{DropReason, Verdict};
-use solowg::proto::peer::MAX_STAGED_PACKETS;
+use solowg::proto::staging::MAX_PER_PEER as MAX_STAGED_PACKETS;
 use solowg::proto::timers::{
     KEEPALIVE_TIMEOUT, MAX_TIMER_HANDSHAKES, REJECT_AFTER_TIME, REKEY_AFTER_TIME,
     REKEY_ATTEMPT_TIME, REKEY_TIMEOUT,
 };
-use solowg::proto::uapi::SetRequest;
+use solowg::proto::uapi::{PeerChange, SetRequest};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
@@ -423,7 +423,7 @@ fn handshake_retransmits_then_gives_up_and_drops_staged_packets() {
     let last = *inits.last().unwrap() - net.t0;
     assert!(last >= REKEY_ATTEMPT_TIME && last <= REKEY_ATTEMPT_TIME + REKEY_TIMEOUT + JITTER * 20);
     let id = net.peer_id(A, B);
-    assert!(net.nodes[A].dev.peer(id).unwrap().staged.is_empty());
+    assert!(!net.nodes[A].dev.staging().has(id));
 
     // Back online: a new packet gets a new handshake; the given-up packet is gone.
     net.nodes[B].down = false;
@@ -1344,6 +1344,91 @@ fn staged_queue_keeps_only_the_newest_packets() {
         net.nodes[B].tun,
         packets[200 - MAX_STAGED_PACKETS..].to_vec()
     );
+}
+
+/// Traffic to 1,000 peers that are down: staging stays within the device's bound however
+/// many peers there are, drops the oldest packets (counted), and holds no memory once the
+/// handshakes give up or the peers are removed.
+#[test]
+fn staging_is_bounded_for_the_device_and_freed() {
+    use solowg::proto::staging::{MAX_BYTES, MAX_PACKETS};
+    let mut net = Net::new(1);
+    let peers = 1000u32;
+    let key = |i: u32| {
+        let mut k = [0x11; 32];
+        k[..4].copy_from_slice(&i.to_be_bytes());
+        k
+    };
+    let tunnel_addr = |i: u32| Ipv4Addr::new(10, 9, (i >> 8) as u8, i as u8);
+    let changes = (0..peers)
+        .map(|i| {
+            let mut pc = peer_change(key(i));
+            // Endpoints nobody answers: every handshake times out.
+            pc.endpoint = Some(SocketAddr::from(([192, 0, 2, 1], 20_000 + i as u16)));
+            pc.allowed_ips = vec![allow(IpAddr::V4(tunnel_addr(i)), 32)];
+            pc
+        })
+        .collect();
+    net.set(
+        A,
+        SetRequest {
+            peers: changes,
+            ..SetRequest::default()
+        },
+    );
+    let mut sent = 0u64;
+    for round in 0..20u32 {
+        for i in 0..peers {
+            let p = ipv4(
+                net.nodes[A].v4,
+                tunnel_addr(i).octets(),
+                &payload(round, 1392),
+            );
+            assert_eq!(net.send(A, &p), Verdict::Done);
+            sent += 1;
+            let st = net.nodes[A].dev.staging();
+            assert!(st.len() <= MAX_PACKETS, "{}", st.len());
+            assert!(
+                st.held_bytes() <= MAX_BYTES + 128 * 1024,
+                "{}",
+                st.held_bytes()
+            );
+        }
+    }
+    let st = net.nodes[A].dev.staging();
+    let kept = st.len() as u64;
+    assert!(
+        kept * 1420 > MAX_BYTES as u64 * 9 / 10,
+        "the ring is used: {kept}"
+    );
+    assert_eq!(
+        net.nodes[A].dev.drop_count(DropReason::StagedOverflow) + kept,
+        sent,
+        "every packet is staged or counted as dropped"
+    );
+    // The newest packet is still there: its peer's handshake sends it.
+    let newest = net.nodes[A].dev.peer_id(&key(peers - 1)).unwrap();
+    assert!(net.nodes[A].dev.staging().has(newest));
+
+    // Half the peers removed: their packets go with them.
+    let removals = (0..peers / 2)
+        .map(|i| PeerChange {
+            remove: true,
+            ..peer_change(key(i))
+        })
+        .collect();
+    net.set(
+        A,
+        SetRequest {
+            peers: removals,
+            ..SetRequest::default()
+        },
+    );
+    // The rest give up after REKEY_ATTEMPT_TIME: nothing is held any more.
+    net.advance(REKEY_ATTEMPT_TIME + REKEY_TIMEOUT * 2 + JITTER * 20 + secs(5));
+    let st = net.nodes[A].dev.staging();
+    assert_eq!(st.len(), 0);
+    assert_eq!(st.held_bytes(), 0);
 }
 
 /// The managed daemon's once-a-second check reads `peer_states`, status and `get=1` read

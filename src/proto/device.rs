@@ -13,6 +13,7 @@ use crate::proto::index_hasher::BuildIndexHasher;
 use crate::proto::noise::Identity;
 use crate::proto::peer::{short_key, Peer, PeerId};
 use crate::proto::ratelimiter::RateLimiter;
+use crate::proto::staging::Staging;
 use crate::proto::uapi::{DeviceInfo, PeerInfo, SetRequest};
 use crate::proto::wire::INDEX_TAG_MASK;
 use std::collections::{HashMap, VecDeque};
@@ -55,7 +56,8 @@ pub enum DropReason {
     NoEndpoint,
     /// Outbound packet that is not IPv4/IPv6 or is truncated.
     NotIp,
-    /// Staged-packet queue full while waiting for a handshake (oldest dropped).
+    /// Staged packets over the peer's or the device's bound while waiting for a handshake
+    /// (oldest dropped).
     StagedOverflow,
     /// Packet does not fit the caller's buffer.
     TooBig,
@@ -225,8 +227,8 @@ pub struct Device {
     pub(crate) cookie_limiter: RateLimiter,
     pub(crate) rng: Rng,
     pub(crate) pending: VecDeque<Pending>,
-    /// Spare packet buffers for staging, so a busy handshake period does not allocate.
-    pub(crate) spare: Vec<Vec<u8>>,
+    /// Packets waiting for their peers' handshakes, bounded for the whole device.
+    pub(crate) staging: Staging,
     /// Lower bound of every peer's earliest deadline (may be early, never late).
     pub(crate) wake_at: Option<Instant>,
     pub under_load_rate: u32,
@@ -283,7 +285,7 @@ impl Device {
             ),
             rng,
             pending: VecDeque::new(),
-            spare: Vec::new(),
+            staging: Staging::default(),
             wake_at: None,
             under_load_rate: DEFAULT_UNDER_LOAD_RATE,
             load_window: (now, 0),
@@ -318,6 +320,11 @@ impl Device {
             .enumerate()
             .filter(|(_, p)| p.is_some())
             .map(|(i, _)| PeerId(i))
+    }
+
+    /// Packets waiting for handshakes, for the whole device.
+    pub fn staging(&self) -> &Staging {
+        &self.staging
     }
 
     #[cfg(any(test, feature = "internals"))]
@@ -529,11 +536,29 @@ impl Device {
         self.pending.retain(|p| match p {
             Pending::Initiation(i) | Pending::Keepalive(i) | Pending::Flush(i) => *i != id,
         });
-        for mut b in peer.staged.drain(..) {
-            b.clear();
-            self.spare.push(b);
-        }
+        self.staging.clear(id);
+        self.shrink_tables();
         log::verbose(format_args!("{} removed", short_key(&peer.public_key)));
+    }
+
+    /// After removals: gives back the memory of tables sized for many more peers than are
+    /// left (halving at most, so removing peers one by one costs O(1) each, amortised).
+    fn shrink_tables(&mut self) {
+        while matches!(self.peers.last(), Some(None)) {
+            self.peers.pop();
+        }
+        let n = self.peers.len();
+        if self.peers.capacity() >= 4 * n.max(8) {
+            self.peers.shrink_to(2 * n);
+        }
+        let n = self.by_key.len();
+        if self.by_key.capacity() >= 4 * n.max(8) {
+            self.by_key.shrink_to(2 * n);
+        }
+        let n = self.indices.len();
+        if self.indices.capacity() >= 4 * n.max(8) {
+            self.indices.shrink_to(2 * n);
+        }
     }
 
     /// Unix (seconds, nanoseconds) of a monotonic instant, as `get=1` reports handshakes.
@@ -612,12 +637,11 @@ impl Device {
                         crate::proto::timers::MAX_TIMER_HANDSHAKES + 2
                     ));
                     peer.timers.send_keepalive = None;
-                    let staged: Vec<Vec<u8>> = peer.staged.drain(..).collect();
                     if peer.timers.zero_key_material.is_none() {
                         peer.timers.zero_key_material =
                             Some(now + crate::proto::timers::REJECT_AFTER_TIME * 3);
                     }
-                    self.spare.extend(staged);
+                    self.staging.clear(id);
                 } else {
                     peer.timers.handshake_attempts += 1;
                     log::verbose(format_args!(

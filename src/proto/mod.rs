@@ -15,6 +15,7 @@ pub mod ratelimiter;
 pub mod receive;
 pub mod replay;
 pub mod send;
+pub mod staging;
 pub mod timers;
 pub mod uapi;
 pub mod wire;

@@ -1,15 +1,12 @@
-//! A peer: its static key, handshake, keypairs, timers, endpoint, staged packets and counters.
+//! A peer: its static key, handshake, keypairs, timers, endpoint and counters (its
+//! staged packets are the device's, in `staging`).
 
 use crate::proto::cookie::CookieState;
 use crate::proto::keypair::{Keypair, Keypairs};
 use crate::proto::noise::{Handshake, Identity, SessionKeys};
 use crate::proto::timers::Timers;
-use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::time::Instant;
-
-/// Packets kept per peer while a handshake is under way (the Linux driver's MAX_STAGED_PACKETS).
-pub const MAX_STAGED_PACKETS: usize = 128;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct PeerId(pub usize);
@@ -21,8 +18,6 @@ pub struct Peer {
     pub keypairs: Keypairs,
     pub timers: Timers,
     pub endpoint: Option<SocketAddr>,
-    /// Plaintext packets (without headroom) waiting for a session, oldest first.
-    pub staged: VecDeque<Vec<u8>>,
     pub rx_bytes: u64,
     pub tx_bytes: u64,
     /// When the latest handshake completed (monotonic).
@@ -43,7 +38,6 @@ impl Peer {
             keypairs: Keypairs::default(),
             timers: Timers::default(),
             endpoint: None,
-            staged: VecDeque::new(),
             rx_bytes: 0,
             tx_bytes: 0,
             last_handshake: None,

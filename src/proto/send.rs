@@ -8,7 +8,7 @@ use crate::crypto;
 use crate::log;
 use crate::proto::device::{Device, DropReason, Pending, Verdict};
 use crate::proto::noise;
-use crate::proto::peer::{short_key, PeerId, MAX_STAGED_PACKETS};
+use crate::proto::peer::{short_key, PeerId};
 use crate::proto::wire::{self, HEADROOM};
 use std::net::SocketAddr;
 use std::time::{Instant, UNIX_EPOCH};
@@ -41,18 +41,7 @@ impl Device {
 
     /// Keeps a copy of a packet until the peer has a session; the oldest goes when full.
     fn stage(&mut self, id: PeerId, packet: &[u8]) {
-        let mut b = self.spare.pop().unwrap_or_default();
-        b.clear();
-        b.extend_from_slice(packet);
-        let mut overflow = None;
-        if let Some(peer) = self.peer_mut(id) {
-            if peer.staged.len() >= MAX_STAGED_PACKETS {
-                overflow = peer.staged.pop_front();
-            }
-            peer.staged.push_back(b);
-        }
-        if let Some(old) = overflow {
-            self.spare.push(old);
+        for _ in 0..self.staging.push(id, packet) {
             self.count_drop(DropReason::StagedOverflow);
         }
     }
@@ -180,7 +169,7 @@ impl Device {
         buf: &mut [u8],
     ) -> Option<(SocketAddr, usize)> {
         let peer = self.peer(id)?;
-        if !peer.staged.is_empty() {
+        if self.staging.has(id) {
             return self.build_flush(id, now, buf);
         }
         let ready = peer
@@ -205,29 +194,28 @@ impl Device {
         now: Instant,
         buf: &mut [u8],
     ) -> Option<(SocketAddr, usize)> {
-        let peer = self.peer_mut(id)?;
+        let peer = self.peer(id)?;
         let ready = peer
             .keypairs
             .current
             .as_ref()
             .is_some_and(|k| k.can_send(now));
         if !ready {
-            if !peer.staged.is_empty() {
+            if self.staging.has(id) {
                 self.request_handshake(id, now, false);
             }
             return None;
         }
-        let packet = peer.staged.pop_front()?;
-        let more = !peer.staged.is_empty();
-        let len = packet.len();
-        let out = match buf.get_mut(HEADROOM..HEADROOM + len) {
-            Some(dst) => {
-                dst.copy_from_slice(&packet);
-                self.seal_data(id, now, buf, len, true)
-            }
+        let copied = self.staging.pop(id, |packet| {
+            let dst = buf.get_mut(HEADROOM..HEADROOM + packet.len())?;
+            dst.copy_from_slice(packet);
+            Some(packet.len())
+        })?;
+        let more = self.staging.has(id);
+        let out = match copied {
+            Some(len) => self.seal_data(id, now, buf, len, true),
             None => self.count_drop(DropReason::TooBig),
         };
-        self.spare.push(packet);
         if more {
             self.pending.push_front(Pending::Flush(id));
         }

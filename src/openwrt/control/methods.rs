@@ -301,6 +301,8 @@ impl Managed {
                 ("fwmark", Value::Int(info.fwmark.into())),
                 ("mtu", Value::Int(s.dev.mtu as i64)),
                 ("peers", Value::Array(peers)),
+                // Packets waiting for handshakes (bounded for the device: proto::staging).
+                ("staged_packets", Value::Int(s.dev.staging().len() as i64)),
                 ("drops", Value::Table(drops)),
             ])));
         }
