@@ -316,7 +316,7 @@ impl Io {
             // Missed notifications (ENOBUFS): what we missed may have moved a route, and we
             // ask directly whether the link still exists.
             moved = true;
-            self.packet.forget(None);
+            self.packet.rules_changed();
             if crate::sys::netlink::ifindex(&self.ifname) != Some(self.link.ifindex()) {
                 return Err(e);
             }
@@ -336,6 +336,7 @@ impl Io {
                     self.packet.forget(None);
                 }
                 LinkEvent::Neighbour(ifindex) => self.packet.forget(Some(ifindex)),
+                LinkEvent::Rules => self.packet.rules_changed(),
             }
         }
         Ok(moved)

@@ -16,8 +16,11 @@ const RTM_NEWROUTE: u16 = 24;
 const RTM_DELROUTE: u16 = 25;
 const RTM_NEWNEIGH: u16 = 28;
 const RTM_DELNEIGH: u16 = 29;
-/// rtnetlink's neighbour multicast group (RTNLGRP_NEIGH).
+const RTM_NEWRULE: u16 = 32;
+const RTM_DELRULE: u16 = 33;
+/// rtnetlink's neighbour and IPv4 policy-rule multicast groups (RTNLGRP_NEIGH, _IPV4_RULE).
 const RTNLGRP_NEIGH: libc::c_int = 3;
+const RTNLGRP_IPV4_RULE: libc::c_int = 8;
 const IFLA_MTU: u16 = 4;
 const NLMSG_HDR: usize = 16;
 const IFINFO_LEN: usize = 16;
@@ -28,8 +31,10 @@ pub enum LinkEvent {
     Mtu(u32),
     /// Another link, an address or a route changed (one event per batch of messages).
     Routing,
-    /// A neighbour entry on this device (ifindex) changed (once `watch_neighbours` ran).
+    /// A neighbour entry on this device (ifindex) changed (once `watch_packet_path` ran).
     Neighbour(i32),
+    /// An IPv4 policy routing rule was added or removed (once `watch_packet_path` ran).
+    Rules,
 }
 
 pub struct LinkMonitor {
@@ -101,21 +106,24 @@ impl LinkMonitor {
         self.ifindex
     }
 
-    /// Reports neighbour changes too from now on (the packet transmit path uses the next
-    /// hop's link-layer address; most interfaces never need them).
-    pub fn watch_neighbours(&self) -> io::Result<()> {
-        // SAFETY: an int option of its size on our own socket.
-        let rc = unsafe {
-            libc::setsockopt(
-                self.file.as_raw_fd(),
-                libc::SOL_NETLINK,
-                libc::NETLINK_ADD_MEMBERSHIP,
-                &RTNLGRP_NEIGH as *const libc::c_int as *const libc::c_void,
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
-        if rc < 0 {
-            return Err(io::Error::last_os_error());
+    /// Reports neighbour and IPv4 rule changes too from now on (the packet transmit path
+    /// uses the next hop's link-layer address and must know of policy routing by marks;
+    /// most interfaces never need them).
+    pub fn watch_packet_path(&self) -> io::Result<()> {
+        for group in [RTNLGRP_NEIGH, RTNLGRP_IPV4_RULE] {
+            // SAFETY: an int option of its size on our own socket.
+            let rc = unsafe {
+                libc::setsockopt(
+                    self.file.as_raw_fd(),
+                    libc::SOL_NETLINK,
+                    libc::NETLINK_ADD_MEMBERSHIP,
+                    &group as *const libc::c_int as *const libc::c_void,
+                    std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+                )
+            };
+            if rc < 0 {
+                return Err(io::Error::last_os_error());
+            }
         }
         Ok(())
     }
@@ -137,7 +145,7 @@ pub(crate) fn ne_u32(b: &[u8], at: usize) -> Option<u32> {
 
 /// Walks netlink messages (native byte order, 4-byte aligned) and their link attributes.
 pub fn parse(mut b: &[u8], ifindex: i32, out: &mut Vec<LinkEvent>) {
-    let mut routing = false;
+    let (mut routing, mut rules) = (false, false);
     while b.len() >= NLMSG_HDR {
         let Some(len) = ne_u32(b, 0).map(|l| l as usize) else {
             return;
@@ -160,6 +168,8 @@ pub fn parse(mut b: &[u8], ifindex: i32, out: &mut Vec<LinkEvent>) {
             kind,
             RTM_NEWADDR | RTM_DELADDR | RTM_NEWROUTE | RTM_DELROUTE
         );
+        rules |= matches!(kind, RTM_NEWRULE | RTM_DELRULE)
+            && body.first() == Some(&(libc::AF_INET as u8));
         if (kind == RTM_NEWLINK || kind == RTM_DELLINK) && body.len() >= IFINFO_LEN {
             let index = ne_u32(body, 4).unwrap_or(0) as i32;
             routing |= index != ifindex;
@@ -190,6 +200,9 @@ pub fn parse(mut b: &[u8], ifindex: i32, out: &mut Vec<LinkEvent>) {
     }
     if routing {
         out.push(LinkEvent::Routing);
+    }
+    if rules {
+        out.push(LinkEvent::Rules);
     }
 }
 
@@ -264,6 +277,27 @@ mod tests {
         let mut out = Vec::new();
         parse(&b, 7, &mut out);
         assert_eq!(out, vec![LinkEvent::Neighbour(4), LinkEvent::Neighbour(9)]);
+    }
+
+    #[test]
+    fn ipv4_rule_changes_are_one_event() {
+        // fib_rule_hdr starts with the family, as ndmsg does.
+        let rule = |kind, family: libc::c_int| {
+            let mut m = msg(kind, 0, &[]);
+            m[NLMSG_HDR] = family as u8;
+            m
+        };
+        let mut b = rule(RTM_NEWRULE, libc::AF_INET);
+        b.extend(rule(RTM_DELRULE, libc::AF_INET));
+        let mut out = Vec::new();
+        parse(&b, 7, &mut out);
+        assert_eq!(out, vec![LinkEvent::Rules]);
+        out.clear();
+        parse(&rule(RTM_NEWRULE, libc::AF_INET6), 7, &mut out);
+        assert!(
+            out.is_empty(),
+            "IPv6 rules do not touch the IPv4 packet path"
+        );
     }
 
     #[test]

@@ -144,8 +144,9 @@ impl PacketTx {
         Ok(())
     }
 
-    /// Sends up to MAX_SEGMENTS `datagrams` to `to` along `path` in one `sendmmsg`; returns
-    /// how many the device's queue took (a full queue or socket buffer stops it early).
+    /// Sends up to MAX_SEGMENTS `datagrams` to `to` along `path`, in one `sendmmsg` unless
+    /// the qdisc refuses some; returns how many the device's queue took (a full socket
+    /// buffer stops it early; a refused frame is skipped).
     pub fn send<'a>(
         &mut self,
         path: &Path,
@@ -180,19 +181,34 @@ impl PacketTx {
             m.msg_iovlen = 2;
             n += 1;
         }
-        if n == 0 {
-            return Ok(0);
+        // A frame the qdisc refuses (ENOBUFS: its queue is full, or SQM dropped it) ends the
+        // sendmmsg there; the rest are offered again, as a UDP socket offers each datagram.
+        // The qdisc then sees, and counts, every frame. A full socket buffer ends the batch.
+        let (mut at, mut sent) = (0, 0);
+        while at < n {
+            let rest = &mut self.msgs[at..n];
+            // SAFETY: the headers from `at` to n point to `dev`, to their iovecs and headers
+            // in `self` and to datagrams borrowed for 'a, all alive for the call.
+            let r = super::batch::retry_interrupted(|| unsafe {
+                libc::sendmmsg(
+                    self.fd.as_raw_fd(),
+                    rest.as_mut_ptr(),
+                    rest.len() as libc::c_uint,
+                    libc::MSG_DONTWAIT as _,
+                ) as isize
+            });
+            match r {
+                Ok(0) => break,
+                Ok(k) => {
+                    sent += k;
+                    at += k;
+                }
+                Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => at += 1,
+                Err(e) if at == 0 => return Err(e),
+                Err(_) => break,
+            }
         }
-        // SAFETY: the first n headers point to `dev`, to their iovecs and headers in `self`
-        // and to datagrams borrowed for 'a, all alive for the call.
-        super::batch::retry_interrupted(|| unsafe {
-            libc::sendmmsg(
-                self.fd.as_raw_fd(),
-                self.msgs.as_mut_ptr(),
-                n as libc::c_uint,
-                libc::MSG_DONTWAIT as _,
-            ) as isize
-        })
+        Ok(sent)
     }
 }
 

@@ -16,7 +16,15 @@ use std::os::fd::{AsRawFd, OwnedFd};
 
 const NLMSG_HDR: usize = 16;
 const NLMSG_ERROR: u16 = 2;
+const NLMSG_DONE: u16 = 3;
 const NLM_F_REQUEST: u16 = 1;
+const NLM_F_DUMP: u16 = 0x300;
+const RTM_NEWRULE: u16 = 32;
+const RTM_GETRULE: u16 = 34;
+const FRA_FWMARK: u16 = 10;
+const FRA_FWMASK: u16 = 16;
+/// fib_rule_hdr: family, dst_len, src_len, tos, table, two reserved bytes, action, flags.
+const FIB_RULE_HDR: usize = 12;
 const RTM_NEWROUTE: u16 = 24;
 const RTM_GETROUTE: u16 = 26;
 const RTA_DST: u16 = 1;
@@ -111,6 +119,52 @@ fn reply(msgs: &[u8], seq: u32, kind: u16) -> Option<Result<Range<usize>, Unreso
                     Unresolved::Query
                 })
             });
+        }
+        b = b.get((len + 3) & !3..).unwrap_or(&[]);
+    }
+    None
+}
+
+/// Whether an RTM_NEWRULE body selects by firewall mark, other than exactly `own` (a
+/// nonzero fwmark of ours, which every route query passes: wg-quick's `not fwmark` rule).
+pub fn rule_uses_marks(body: &[u8], own: u32) -> bool {
+    let Some(attrs_at) = body.get(FIB_RULE_HDR..) else {
+        return false;
+    };
+    let (mut mark, mut mask) = (0, None);
+    for (kind, p) in attrs(attrs_at) {
+        match kind {
+            FRA_FWMARK => mark = ne_u32(p, 0).unwrap_or(0),
+            FRA_FWMASK => mask = ne_u32(p, 0),
+            _ => {}
+        }
+    }
+    // The kernel reports the mask only where a rule has a mark or a mask; a mark alone
+    // means all of its bits.
+    let mask = mask.unwrap_or(if mark != 0 { u32::MAX } else { 0 });
+    if mark == 0 && mask == 0 {
+        return false;
+    }
+    !(own != 0 && mark == own && mask == u32::MAX)
+}
+
+/// Reads a part of a rule dump for request `seq`: sets `found` if a rule selects by marks;
+/// Some(Ok(())) once the dump is complete, Some(Err) if the kernel refused it, None if
+/// more is to come.
+fn scan_rules(msgs: &[u8], seq: u32, own: u32, found: &mut bool) -> Option<Result<(), ()>> {
+    let mut b = msgs;
+    while b.len() >= NLMSG_HDR {
+        let len = ne_u32(b, 0)? as usize;
+        if len < NLMSG_HDR || len > b.len() {
+            return Some(Err(()));
+        }
+        if ne_u32(b, 8)? == seq {
+            match ne_u16(b, 4)? {
+                NLMSG_DONE => return Some(Ok(())),
+                NLMSG_ERROR => return Some(Err(())),
+                RTM_NEWRULE => *found |= rule_uses_marks(&b[NLMSG_HDR..len], own),
+                _ => {}
+            }
         }
         b = b.get((len + 3) & !3..).unwrap_or(&[]);
     }
@@ -246,44 +300,84 @@ impl RouteQuery {
         })
     }
 
-    /// Sends request `kind` with `body` and returns the reply's body (of type `answer`).
-    fn ask(&mut self, kind: u16, answer: u16, body: &[u8]) -> Result<&[u8], Unresolved> {
+    /// Sends request `kind` (with `flags` besides NLM_F_REQUEST) carrying `body`.
+    fn request(&mut self, kind: u16, flags: u16, body: &[u8]) -> Result<(), Unresolved> {
         self.seq = self.seq.wrapping_add(1);
         let mut m = Vec::with_capacity(NLMSG_HDR + body.len());
         m.extend_from_slice(&((NLMSG_HDR + body.len()) as u32).to_ne_bytes());
         m.extend_from_slice(&kind.to_ne_bytes());
-        m.extend_from_slice(&NLM_F_REQUEST.to_ne_bytes());
+        m.extend_from_slice(&(NLM_F_REQUEST | flags).to_ne_bytes());
         m.extend_from_slice(&self.seq.to_ne_bytes());
         m.extend_from_slice(&0u32.to_ne_bytes());
         m.extend_from_slice(body);
-        let fd = self.fd.as_raw_fd();
         // SAFETY: m is a live buffer of the length passed; the kernel is the destination of
         // an unbound netlink socket's send.
-        let r = unsafe { libc::send(fd, m.as_ptr() as *const libc::c_void, m.len(), 0) };
+        let r = unsafe {
+            libc::send(
+                self.fd.as_raw_fd(),
+                m.as_ptr() as *const libc::c_void,
+                m.len(),
+                0,
+            )
+        };
         if r < 0 {
             return Err(Unresolved::Query);
         }
+        Ok(())
+    }
+
+    /// Reads one queued message batch into `buf`; its length, or None if nothing is queued
+    /// or it was truncated.
+    fn receive(&mut self) -> Option<usize> {
+        // SAFETY: buf is a live buffer of the length passed.
+        let n = unsafe {
+            libc::recv(
+                self.fd.as_raw_fd(),
+                self.buf.as_mut_ptr() as *mut libc::c_void,
+                self.buf.len(),
+                libc::MSG_DONTWAIT | libc::MSG_TRUNC,
+            )
+        };
+        usize::try_from(n).ok().filter(|&n| n <= self.buf.len())
+    }
+
+    /// Sends request `kind` with `body` and returns the reply's body (of type `answer`).
+    fn ask(&mut self, kind: u16, answer: u16, body: &[u8]) -> Result<&[u8], Unresolved> {
+        self.request(kind, 0, body)?;
         // The reply is queued by now; older ones (a lookup that failed halfway) are skipped.
         let mut found = None;
         for _ in 0..8 {
-            // SAFETY: buf is a live buffer of the length passed.
-            let n = unsafe {
-                libc::recv(
-                    fd,
-                    self.buf.as_mut_ptr() as *mut libc::c_void,
-                    self.buf.len(),
-                    libc::MSG_DONTWAIT | libc::MSG_TRUNC,
-                )
-            };
-            if n < 0 || n as usize > self.buf.len() {
-                return Err(Unresolved::Query); // nothing (yet) or truncated
-            }
-            if let Some(r) = reply(&self.buf[..n as usize], self.seq, answer) {
+            let n = self.receive().ok_or(Unresolved::Query)?; // nothing (yet) or truncated
+            if let Some(r) = reply(&self.buf[..n], self.seq, answer) {
                 found = Some(r);
                 break;
             }
         }
         Ok(&self.buf[found.ok_or(Unresolved::Query)??])
+    }
+
+    /// Whether any IPv4 policy routing rule selects by firewall mark (other than exactly
+    /// `own`, see `rule_uses_marks`). Such a rule can route a datagram by a mark that an
+    /// output rule of the firewall sets (mwan3, pbr), which the packet path never sees. A
+    /// rule dump takes the kernel's RTNL lock, so this is asked only when rules change.
+    pub fn mark_rules(&mut self, own: u32) -> Result<bool, Unresolved> {
+        self.request(
+            RTM_GETRULE,
+            NLM_F_DUMP,
+            &[libc::AF_INET as u8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+        )?;
+        let mut found = false;
+        // The kernel fills the next part of a dump as each one is read: a few per thousand
+        // rules; any more and the answer is "yes", which keeps to the UDP socket.
+        for _ in 0..64 {
+            let n = self.receive().ok_or(Unresolved::Query)?;
+            match scan_rules(&self.buf[..n], self.seq, own, &mut found) {
+                Some(Ok(())) => return Ok(found),
+                Some(Err(())) => return Err(Unresolved::Query),
+                None => {}
+            }
+        }
+        Err(Unresolved::Query)
     }
 
     /// The route a datagram from port `sport` with `fwmark` to `to` takes.
@@ -357,6 +451,75 @@ mod tests {
             put_attr(&mut b, k, p);
         }
         b
+    }
+
+    fn rule_body(attrs: &[(u16, &[u8])]) -> Vec<u8> {
+        let mut b = vec![libc::AF_INET as u8, 0, 0, 0, 100, 0, 0, 1, 0, 0, 0, 0];
+        for &(k, p) in attrs {
+            put_attr(&mut b, k, p);
+        }
+        b
+    }
+
+    #[test]
+    fn rules_by_mark_are_found_except_our_own_exact_mark() {
+        let mark = |m: u32| m.to_ne_bytes();
+        // mwan3/pbr: fwmark 0x100/0xff00 lookup 100.
+        let policy = rule_body(&[(FRA_FWMARK, &mark(0x100)), (FRA_FWMASK, &mark(0xff00))]);
+        assert!(rule_uses_marks(&policy, 0));
+        assert!(
+            rule_uses_marks(&policy, 0x100),
+            "a mask is not our exact mark"
+        );
+        // A mark without a mask attribute means all bits.
+        let exact = rule_body(&[(FRA_FWMARK, &mark(51820))]);
+        assert!(rule_uses_marks(&exact, 0));
+        assert!(
+            !rule_uses_marks(&exact, 51820),
+            "wg-quick's rule for our own mark"
+        );
+        // `fwmark 0/0xff`: unmarked traffic only, still selection by mark.
+        assert!(rule_uses_marks(&rule_body(&[(FRA_FWMASK, &mark(0xff))]), 0));
+        // The usual three rules, and malformed bodies.
+        assert!(!rule_uses_marks(&rule_body(&[(6, &mark(254))]), 0));
+        assert!(!rule_uses_marks(&policy[..8], 0));
+    }
+
+    #[test]
+    fn rule_dump_is_read_to_its_end() {
+        let plain = rule_body(&[(6, &254u32.to_ne_bytes())]);
+        let marked = rule_body(&[(FRA_FWMARK, &1u32.to_ne_bytes())]);
+        let mut part = msg(RTM_NEWRULE, 5, &plain);
+        part.extend(msg(RTM_NEWRULE, 4, &marked)); // an older request's: not ours
+        let mut found = false;
+        assert_eq!(scan_rules(&part, 5, 0, &mut found), None, "more to come");
+        assert!(!found);
+        let mut end = msg(RTM_NEWRULE, 5, &marked);
+        end.extend(msg(NLMSG_DONE, 5, &[0; 4]));
+        assert_eq!(scan_rules(&end, 5, 0, &mut found), Some(Ok(())));
+        assert!(found);
+        let mut found = false;
+        assert_eq!(
+            scan_rules(&msg(NLMSG_ERROR, 5, &[0; 20]), 5, 0, &mut found),
+            Some(Err(()))
+        );
+        // Truncated input never reads past its end.
+        for n in 0..end.len() {
+            let _ = scan_rules(&end[..n], 5, 0, &mut found);
+        }
+    }
+
+    /// The kernel's own answer, in this namespace: no mark rules by default.
+    #[test]
+    fn rule_dump_from_this_kernel() {
+        let Ok(mut q) = RouteQuery::open() else {
+            eprintln!("SKIPPED: no rtnetlink socket here");
+            return;
+        };
+        match q.mark_rules(0) {
+            Ok(found) => eprintln!("mark rules here: {found}"),
+            Err(e) => panic!("rule dump failed: {e:?}"),
+        }
     }
 
     #[test]

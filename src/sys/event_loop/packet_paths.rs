@@ -1,4 +1,5 @@
-//! Where UDP GSO is refused, data datagrams to IPv4 endpoints leave through a packet socket
+//! Off unless SOLOWG_PACKET_TX=1 (OpenWrt: `option packet_tx '1'`). Then, where UDP GSO is
+//! refused, data datagrams to IPv4 endpoints leave through a packet socket
 //! (`packet_tx`) along the path the kernel would have taken (`route_query`): route, output
 //! device and next hop, looked up per endpoint and again after any link, address, route or
 //! neighbour change. Anything that path cannot carry goes through the UDP socket as before:
@@ -12,8 +13,12 @@
 //! the neighbour), and the path is looked up again right then (a learned path MTU, a changed
 //! policy rule).
 //!
-//! SOLOWG_NO_PACKET_TX=1 keeps every datagram on the UDP socket (for firewalls that must see
-//! or rewrite the tunnel's own datagrams on output); so does missing CAP_NET_RAW.
+//! What the path cannot follow is the firewall's output and postrouting rules: SNAT and
+//! masquerading, kill-switch and counting rules, and marks set on output. It is off by
+//! default for that. Marks matter most, as multi-WAN setups (mwan3, pbr) route by them: while
+//! any IPv4 policy rule selects by firewall mark, every datagram goes through the UDP socket,
+//! so the kernel routes it as the firewall marked it; rules are looked at again whenever
+//! they change. Missing CAP_NET_RAW keeps everything on the UDP socket too.
 
 use super::*;
 use crate::sys::packet_tx::{PacketTx, Path};
@@ -50,10 +55,18 @@ pub(super) enum Via {
 
 #[derive(Default)]
 pub(super) struct PacketPaths {
-    /// Socket and query socket, opened on first use; None if unavailable.
+    /// Socket and query socket, opened on first use; None if unavailable or off.
     socks: Option<(PacketTx, RouteQuery)>,
     tried: bool,
     entries: Vec<Entry>,
+    /// Whether policy rules route by firewall marks (then the UDP socket for everything),
+    /// for which fwmark of ours; None: to be looked up (at first, after a rule change).
+    mark_rules: Option<(bool, u32)>,
+}
+
+/// Whether SOLOWG_PACKET_TX asks for the packet path.
+fn wanted() -> bool {
+    std::env::var("SOLOWG_PACKET_TX").is_ok_and(|v| v == "1")
 }
 
 impl PacketPaths {
@@ -61,15 +74,11 @@ impl PacketPaths {
     fn ready(&mut self, link: &LinkMonitor, ifname: &str) -> bool {
         if !self.tried {
             self.tried = true;
-            if std::env::var("SOLOWG_NO_PACKET_TX").is_ok_and(|v| v == "1") {
-                log::info(format_args!(
-                    "{ifname}: without UDP GSO; SOLOWG_NO_PACKET_TX=1: every datagram \
-                     through the UDP socket"
-                ));
+            if !wanted() {
                 return false;
             }
             let opened = PacketTx::open().and_then(|p| Ok((p, RouteQuery::open()?)));
-            match opened.and_then(|s| link.watch_neighbours().map(|()| s)) {
+            match opened.and_then(|s| link.watch_packet_path().map(|()| s)) {
                 Ok(s) => {
                     log::info(format_args!(
                         "{ifname}: without UDP GSO, data to IPv4 endpoints on Ethernet \
@@ -99,7 +108,7 @@ impl PacketPaths {
         let SocketAddr::V4(to) = to else {
             return Via::Udp;
         };
-        if !self.ready(link, ifname) {
+        if !self.ready(link, ifname) || self.marks_in_use(fwmark, ifname) {
             return Via::Udp;
         }
         let i = match self.entries.iter().position(|e| e.to == to) {
@@ -179,6 +188,43 @@ impl PacketPaths {
             }
             ok => Some(ok),
         }
+    }
+
+    /// Whether policy rules route by marks (looked up after a change; a failed lookup
+    /// counts as yes, and is tried again on the next rule change).
+    fn marks_in_use(&mut self, fwmark: u32, ifname: &str) -> bool {
+        if let Some((found, mark)) = self.mark_rules {
+            if mark == fwmark {
+                return found;
+            }
+        }
+        let Some((_, query)) = self.socks.as_mut() else {
+            return true;
+        };
+        let found = query.mark_rules(fwmark).unwrap_or(true);
+        let before = self.mark_rules.map(|(f, _)| f);
+        if before != Some(found) {
+            if found {
+                log::info(format_args!(
+                    "{ifname}: policy routing by firewall marks (ip rule ... fwmark): \
+                     every datagram through the UDP socket, so that marks set by output \
+                     rules apply"
+                ));
+            } else if before.is_some() {
+                log::info(format_args!(
+                    "{ifname}: no policy routing by firewall marks any more: data to IPv4 \
+                     endpoints through the packet socket again"
+                ));
+            }
+        }
+        self.mark_rules = Some((found, fwmark));
+        found
+    }
+
+    /// After an IPv4 policy rule changed: look at the rules again, and at every path.
+    pub(super) fn rules_changed(&mut self) {
+        self.mark_rules = None;
+        self.forget(None);
     }
 
     /// After a change: paths (all, or with `ifindex` after a neighbour change those on that
