@@ -3,7 +3,10 @@
 # of LuCI's client runtime (tests/luci-standin/, canned ubus and UCI data),
 # not against LuCI itself. For each scenario it dumps the DOM after the page
 # settled (--virtual-time-budget lets poll() run several times) and checks it
-# with tests/check-dom.js; it also writes screenshots.
+# with tests/check-dom.js; it also writes screenshots. The stand-in checks
+# every call against the session that acl-model.js builds from the app's
+# acl.d file: `status*` and `proto*` run as root (read and write on every
+# group), `status-readonly` as a user granted luci-app-solowg for read only.
 #
 #   luci-app/tests/browser.sh [OUTDIR]     (default: a fresh temp directory)
 #
@@ -41,12 +44,16 @@ chrome() {
 	rm -rf "$profile"
 }
 
-declare -A budget=([status]=150000 [status-client]=30000 [proto]=3000 [proto-import]=6000 [proto-genkey]=4000)
-declare -A query=([status]='page=status' [status-client]='page=status&action=client' [proto]='page=proto'
-	[proto-import]='page=proto&action=import' [proto-genkey]='page=proto&action=genkey')
+declare -A budget=([status]=150000 [status-client]=30000 [status-settings]=8000 [status-readonly]=40000
+	[proto]=3000 [proto-import]=6000 [proto-genkey]=4000)
+declare -A query=([status]='page=status' [status-client]='page=status&action=client'
+	[status-settings]='page=status&action=settings'
+	[status-readonly]='page=status&action=probe&user=readonly&packet_tx=absent'
+	[proto]='page=proto' [proto-import]='page=proto&action=import' [proto-genkey]='page=proto&action=genkey')
+scenarios=(status status-client status-settings status-readonly proto proto-import proto-genkey)
 
 fail=0
-for scenario in status status-client proto proto-import proto-genkey; do
+for scenario in "${scenarios[@]}"; do
 	chrome --virtual-time-budget="${budget[$scenario]}" --dump-dom "$base?${query[$scenario]}" >"$out/$scenario.html"
 	if node "$here/check-dom.js" "$scenario" "$out/$scenario.html"; then
 		echo "ok   $scenario"
@@ -56,7 +63,7 @@ for scenario in status status-client proto proto-import proto-genkey; do
 	fi
 done
 
-for scenario in status status-client proto-import; do
+for scenario in status status-client status-readonly proto-import; do
 	chrome --virtual-time-budget="${budget[$scenario]}" --screenshot="$out/$scenario.png" "$base?${query[$scenario]}" >/dev/null
 	[[ -s $out/$scenario.png ]] && echo "screenshot $out/$scenario.png"
 done

@@ -22,6 +22,18 @@ const keys = {
 	laptop: 'okEk1J+fYQNph66Jp03NWX9jM3rWMGWDAruBZt0Gui0=',
 	office: 'krCjx/8ir+Jd6tdnGtnM3S283p68gRfhn4FxKTfs0Pg=',
 };
+// Public keys the status page may show; everything else in canned.js is secret.
+const publicKeys = new Set([...Object.values(keys), 'nfP77SbqNgHV3QADVX3hdYmOWSX+00QdYvuVM5oEUIU=']);
+const secrets = {
+	'server private key': '9LHQ3qnh+p9d7JquR3eUf70bUOrgegetydgxwPHT8Zk=',
+	'generated client private key': 'N7PSIOm5iWAbde95IDxLXufnUWsJvml7AxokR4lLssA=',
+	'stored PSK': 'dtdXh7sM/y6lL8IIQvI8ZD5+FMlPUPAzaiQBxAyNJ70=',
+};
+// Elements (with their attributes) whose class list holds `cls`.
+const elements = (cls) => [...html.matchAll(/<([a-z]+)\b([^>]*)>/g)]
+	.filter((m) => (/\bclass="([^"]*)"/.exec(m[2]) || [])[1]?.split(/\s+/).includes(cls));
+const isDisabled = (attrs) => /\sdisabled(=|\s|$)/.test(attrs);
+const settingsMap = (html.split('data-config="solowg"')[1] || '').split('cbi-page-actions')[0];
 
 if (scenario.startsWith('status')) {
 	check(count(/class="tr solowg-peer"/g) === 3, 'three peer rows');
@@ -34,7 +46,67 @@ if (scenario.startsWith('status')) {
 	check(html.includes('Phone &lt;b&gt;Anna&lt;/b&gt;') && !html.includes('<b>Anna</b>'), 'description shown as text, not HTML');
 	check(html.includes('fd00::2/128') && html.includes('192.168.50.0/24'), 'allowed IPs shown');
 	check(html.includes('198.51.100.7:40112') && html.includes('laptop.example.net'), 'endpoints shown');
+	check(html.includes('no_session: 2'), 'drop counters shown');
+	check(/<div class="cbi-map" data-config="solowg"/.test(html) && html.includes('Daemon settings'), 'daemon settings map rendered');
+	check(/<input[^>]*type="checkbox"[^>]*data-option="packet_tx"/.test(settingsMap), 'packet_tx checkbox in the settings');
+	check(/<select[^>]*data-option="log_level"/.test(settingsMap) && ['info', 'verbose', 'error', 'silent'].every((v) => settingsMap.includes(`<option value="${v}">`)),
+		'log_level list with info, verbose, error, silent');
+	check(settingsMap.includes('no netfilter output or postrouting rule') && settingsMap.includes('Takes effect when the solowg service restarts'),
+		'packet_tx description says what it bypasses and when it applies');
 	const polls = log.calls.filter((c) => c === 'solowg.status').length;
+	if (scenario === 'status' || scenario === 'status-settings' || scenario === 'status-client') {
+		check(log.nodespec && log.nodespec.satisfied && !log.nodespec.readonly, `root: page node writable (${JSON.stringify(log.nodespec)})`);
+		check(elements('solowg-client-button').length === 3, 'a client configuration button per peer');
+		check(elements('cbi-button-reload').length === 1, 'Reload button');
+		check(html.includes('Transmit path: packet socket where the NIC has no checksum offload'), 'transmit path from status.packet_tx = true');
+		check(log.uci_loads.includes('network'), 'network loaded for the client configurations');
+		const footer = elements('cbi-page-actions').length === 1 ? ['cbi-button-apply', 'cbi-button-save', 'cbi-button-reset'].map((c) => elements(c)[0]) : [];
+		check(footer.length === 3 && footer.every((b) => b && !isDisabled(b[2])), 'footer Save & Apply, Save, Reset enabled');
+	}
+	if (scenario === 'status-settings') {
+		const before = log.settings_before || {};
+		check(before.packet_tx === false && before.log_level === 'info' && before.disabled === false,
+			`settings start from packet_tx unset (default off) and log_level info, editable (${JSON.stringify(before)})`);
+		const on = log.settings_saved_on || {}, off = log.settings_saved_off || {};
+		check(on.packet_tx === '1' && on.log_level === 'verbose', `ticked and saved: packet_tx 1, log_level verbose (${JSON.stringify(on)})`);
+		check(off.packet_tx === '0', `unticked and saved: packet_tx written as 0, not dropped (${JSON.stringify(off)})`);
+		check(log.uci_saves === 2 && log.uci_saved.every((c) => c === 'solowg'), `two saves of solowg only (${log.uci_saves}, ${JSON.stringify(log.uci_saved)})`);
+		check(log.errors.length === 0 && log.denied.length === 0, `nothing denied (${JSON.stringify(log.denied)})`);
+	}
+	if (scenario === 'status-readonly') {
+		check(log.nodespec && log.nodespec.satisfied && log.nodespec.readonly, `read-only user: page node satisfied and read-only (${JSON.stringify(log.nodespec)})`);
+		check(elements('solowg-client-button').length === 0 && !html.includes('Client configuration'), 'no client configuration button');
+		check(elements('cbi-button-reload').length === 0, 'no Reload button');
+		check(elements('solowg-readonly-note').length === 1, 'read-only note shown');
+		check(html.includes('Transmit path: UDP socket'), 'transmit path UDP socket when status has no packet_tx');
+		check(polls >= 3, `status polled (${polls} calls)`);
+		check(!(log.view_uci_loads || ['?']).some((c) => c.startsWith('network')), `the view never asked for network (${JSON.stringify(log.view_uci_loads)})`);
+		check((log.view_uci_loads || []).includes('solowg'), 'the view loaded solowg for its settings');
+		check(!(log.view_calls || ['?']).some((c) => /^solowg\.(genkey|genpsk|pubkey|reload)$/.test(c)), `the view called no write method (${JSON.stringify(log.view_calls)})`);
+		const cb = /<input[^>]*data-option="packet_tx"[^>]*>/.exec(settingsMap), sel = /<select[^>]*data-option="log_level"[^>]*>/.exec(settingsMap);
+		check(cb && isDisabled(cb[0]) && sel && isDisabled(sel[0]), 'settings shown but disabled');
+		const footer = ['cbi-button-apply', 'cbi-button-save', 'cbi-button-reset'].map((c) => elements(c)[0]);
+		check(footer.every((b) => b && isDisabled(b[2])), 'footer Save & Apply, Save, Reset disabled');
+		const p = log.probes || {};
+		check(p.client_dialog === 'not shown', `handleClientConfig called directly shows nothing (${p.client_dialog})`);
+		check(p.footer_save === 'disabled' && p.footer_save_click_saved === false, 'clicking the disabled Save saves nothing');
+		check(p.status === 'allowed', `ACL: ubus solowg status allowed (${p.status})`);
+		check(p.uci_solowg === 'allowed', `ACL: uci solowg readable (${p.uci_solowg})`);
+		check(/^denied: .*Permission denied/.test(p.uci_network || ''), `ACL: uci network denied (${p.uci_network})`);
+		for (const m of ['genkey', 'genpsk', 'reload'])
+			check(/^denied: .*Access denied/.test(p[m] || ''), `ACL: ubus solowg ${m} denied (${p[m]})`);
+		check(p.session_access_uci_solowg_write === false, 'ACL: session access uci solowg write is false');
+		// refused by uhttpd already (no ubus uci set), else by rpcd (no uci solowg write)
+		check(/^denied: .*(Access|Permission) denied/.test(p.uci_save_solowg || ''), `ACL: saving solowg denied (${p.uci_save_solowg})`);
+	}
+	if (scenario !== 'status-client') {
+		// Outside the client dialog no key but a public one may reach the DOM.
+		for (const [what, k] of Object.entries(secrets))
+			check(!html.includes(k), `no ${what} in the DOM`);
+		const b64 = [...new Set((html.match(/[A-Za-z0-9+/]{43}=/g) || []))];
+		const unknown = b64.filter((k) => !publicKeys.has(k));
+		check(unknown.length === 0, `every 44-character base64 key in the DOM is a public key (others: ${JSON.stringify(unknown)})`);
+	}
 	if (scenario === 'status') {
 		check(polls >= 6, `status polled repeatedly (${polls} calls)`);
 		// The phone's rx polyline must have several points after several polls.
@@ -42,7 +114,7 @@ if (scenario.startsWith('status')) {
 		const pts = ((row.match(/class="solowg-graph-rx" points="([^"]*)"/) || [])[1] || '').trim().split(/\s+/);
 		check(pts.length >= 5, `rx polyline of the phone has >= 5 points (got ${pts.length})`);
 		check(new Set(pts.map((p) => p.split(',')[1])).size > 1, 'rx polyline is not flat (rates vary)');
-	} else {
+	} else if (scenario === 'status-client') {
 		check(log.calls.includes('solowg.genkey'), 'genkey called for a peer without a stored client key');
 		check(html.includes('class="solowg-client-conf"'), 'client configuration text shown');
 		check(/\[Interface\]\s*PrivateKey = N7PSIOm5iWAbde95IDxLXufnUWsJvml7AxokR4lLssA=/.test(html), 'fresh private key in the client config');

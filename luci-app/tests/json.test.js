@@ -7,7 +7,10 @@
 // `solowg --uci --config-dir EMPTY` on a private socket and reads
 // `ubus-client list solowg`. Without those binaries that part is skipped,
 // unless SOLOWG_REQUIRE_UBUS=1 (CI), which makes it fail instead.
-// Also: po/templates/solowg.pot is what tools/gen-pot.js generates now.
+// Also: po/templates/solowg.pot is what tools/gen-pot.js generates now; a
+// read-only session, built from the ACL by the rules rpcd applies
+// (luci-standin/acl-model.js, a stand-in of rpcd and the dispatcher), reaches
+// status and settings but no key, while a writer reaches both.
 'use strict';
 const test = require('node:test');
 const assert = require('node:assert/strict');
@@ -21,6 +24,7 @@ const repo = path.resolve(app, '..');
 const readJson = (p) => JSON.parse(fs.readFileSync(path.join(app, p), 'utf8'));
 const menu = readJson('root/usr/share/luci/menu.d/luci-app-solowg.json');
 const acl = readJson('root/usr/share/rpcd/acl.d/luci-app-solowg.json');
+const aclModel = require('./luci-standin/acl-model.js');
 
 function jsFiles(dir, out = []) {
 	for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
@@ -64,7 +68,10 @@ test('menu.d: one view node under admin/status, shaped as LuCI expects', () => {
 	assert.ok(fs.existsSync(path.join(app, 'htdocs/luci-static/resources/view', `${node.action.path}.js`)), 'view file exists');
 	assert.deepEqual(node.depends.acl, ['luci-app-solowg']);
 	assert.ok(node.depends.acl.every((g) => g in acl), 'depends on an ACL group this package defines');
-	assert.deepEqual(node.depends.uci, { network: true });
+	// The dispatcher checks uci depends as root (does the config have a
+	// section?): the daemon's own config says solowg is installed, and
+	// unlike network it is readable by the page's read-only users too.
+	assert.deepEqual(node.depends.uci, { solowg: true });
 });
 
 test('acl.d: exactly the grants the pages need', () => {
@@ -72,8 +79,43 @@ test('acl.d: exactly the grants the pages need', () => {
 	const g = acl['luci-app-solowg'];
 	assert.equal(typeof g.description, 'string');
 	assert.deepEqual(Object.keys(g).sort(), ['description', 'read', 'write']);
-	assert.deepEqual(g.read, { ubus: { solowg: ['status'] }, uci: ['network'] });
-	assert.deepEqual(g.write, { ubus: { solowg: ['genkey', 'pubkey', 'genpsk', 'reload'] }, uci: ['network'] });
+	// read: status (no private key or PSK in it) and the daemon settings
+	assert.deepEqual(g.read, { ubus: { solowg: ['status'] }, uci: ['solowg'] });
+	// write: keys and network, whose peer sections hold the private keys and
+	// PSKs. In a "write" section rpcd grants a config listed as an array for
+	// "write" only and uci get needs "read": the table form grants both.
+	assert.deepEqual(g.write, {
+		ubus: { solowg: ['genkey', 'pubkey', 'genpsk', 'reload'] },
+		uci: { network: ['read', 'write'], solowg: ['write'] },
+	});
+});
+
+test('acl.d: what a read-only and a full session may do (rpcd rules, acl-model.js)', () => {
+	const files = [aclModel.baseAcl, acl];
+	const ro = aclModel.login(aclModel.users.readonly, files);
+	const root = aclModel.login(aclModel.users.root, files);
+	const node = menu['admin/status/solowg'];
+	const hasSections = (c) => c === 'solowg';
+
+	assert.equal(ro.access('ubus', 'solowg', 'status'), true);
+	assert.equal(ro.access('uci', 'solowg', 'read'), true);
+	for (const m of ['genkey', 'pubkey', 'genpsk', 'reload'])
+		assert.equal(ro.access('ubus', 'solowg', m), false, `read-only: ${m}`);
+	for (const f of ['read', 'write'])
+		assert.equal(ro.access('uci', 'network', f), false, `read-only: uci network ${f}`);
+	assert.equal(ro.access('uci', 'solowg', 'write'), false);
+	assert.deepEqual(aclModel.nodespec(node, ro, hasSections), { ...node, satisfied: true, readonly: true });
+
+	for (const m of ['status', 'genkey', 'pubkey', 'genpsk', 'reload'])
+		assert.equal(root.access('ubus', 'solowg', m), true, `root: ${m}`);
+	for (const [c, f] of [['network', 'read'], ['network', 'write'], ['solowg', 'read'], ['solowg', 'write']])
+		assert.equal(root.access('uci', c, f), true, `root: uci ${c} ${f}`);
+	assert.deepEqual(aclModel.nodespec(node, root, hasSections), { ...node, satisfied: true, readonly: false });
+
+	// without the group the dispatcher refuses the page; without solowg's config it hides it
+	const none = aclModel.login({ read: ['unauthenticated'], write: [] }, files);
+	assert.equal(aclModel.nodespec(node, none, hasSections).satisfied, false);
+	assert.equal(aclModel.nodespec(node, root, () => false).satisfied, false);
 });
 
 test('every declared ubus method is granted, and every grant is used', () => {
@@ -147,6 +189,19 @@ test('every declared method exists in the real solowg ubus object',
 			assert.match(psk.preshared_key, /^[A-Za-z0-9+/]{43}=$/);
 			const st = JSON.parse(execFileSync(bins.client, ['-s', sock, '-t', '5', 'call', 'solowg', 'status', '{}'], { encoding: 'utf8', timeout: 10000 }));
 			assert.ok(Array.isArray(st.interfaces) && typeof st.time === 'number', 'status has interfaces[] and time');
+			// read-only users get this reply: a PSK only as "is set", no private key
+			// (with no tunnel up here the walk covers the top level only)
+			const walk = (v, where) => {
+				if (Array.isArray(v)) v.forEach((x, i) => walk(x, `${where}[${i}]`));
+				else if (v && typeof v === 'object')
+					for (const [k, x] of Object.entries(v)) {
+						assert.ok(!/private/.test(k), `${where}.${k}: no private key in status`);
+						if (k === 'preshared_key') assert.equal(typeof x, 'boolean', `${where}.${k} is a flag`);
+						walk(x, `${where}.${k}`);
+					}
+			};
+			walk(st, 'status');
+			if ('packet_tx' in st) assert.equal(typeof st.packet_tx, 'boolean', 'status.packet_tx is a boolean');
 		} finally {
 			for (const p of started.reverse()) {
 				p.kill('SIGTERM');

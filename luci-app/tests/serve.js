@@ -4,6 +4,8 @@
 // $SOLOWG_PURE_DIR's); the server refuses to start without it.
 // /luci-static/resources/uqr.js, which luci-lib-uqr provides on a router, is
 // the stand-in that luci-standin/uqr-standin.js builds from the pinned npm uqr.
+// /app-root/usr/share/... are the app's own menu.d and acl.d files, which the
+// stand-in reads as the dispatcher and rpcd do.
 // Usage: node serve.js PORTFILE   (writes the chosen port to PORTFILE)
 'use strict';
 const http = require('node:http');
@@ -25,7 +27,7 @@ if (!fs.existsSync(confSource)) {
 const uqrSource = uqrStandin.source();
 const pureLabel = `conf.js=real uqr.js=stand-in(npm uqr ${uqrStandin.installedVersion()})`;
 
-const types = { '.js': 'text/javascript', '.html': 'text/html', '.css': 'text/css', '.svg': 'image/svg+xml' };
+const types = { '.js': 'text/javascript', '.html': 'text/html', '.css': 'text/css', '.svg': 'image/svg+xml', '.json': 'application/json' };
 
 function send(res, file) {
 	fs.readFile(file, (err, data) => {
@@ -46,6 +48,7 @@ const server = http.createServer((req, res) => {
 		return;
 	}
 	if (p.startsWith('/standin/')) return send(res, path.join(standin, p.slice(9)));
+	if (p.startsWith('/app-root/usr/share/') && p.endsWith('.json')) return send(res, path.join(app, 'root', p.slice(10)));
 	if (p === '/luci-static/resources/solowg/conf.js') return send(res, confSource);
 	if (p === '/luci-static/resources/uqr.js') {
 		res.writeHead(200, { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'no-store' });

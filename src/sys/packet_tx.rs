@@ -16,6 +16,12 @@ use std::os::fd::{AsRawFd, OwnedFd};
 pub const HEADERS: usize = 14 + 20 + 8;
 const ETH_P_IP: u16 = 0x0800;
 
+/// Whether the packet path is asked for (SOLOWG_PACKET_TX=1; off by default, see
+/// `event_loop/packet_paths.rs` for what it bypasses).
+pub fn wanted() -> bool {
+    std::env::var("SOLOWG_PACKET_TX").is_ok_and(|v| v == "1")
+}
+
 /// Where datagrams to one endpoint leave: what a route and neighbour lookup found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Path {

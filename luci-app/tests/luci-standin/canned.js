@@ -1,7 +1,9 @@
 /*
- * STAND-IN data for the browser test: what ubus `solowg ...` and
- * /etc/config/network could hold on a router. Counters grow with every
- * status call so the rate graph has something to draw.
+ * STAND-IN data for the browser test: what ubus `solowg ...`,
+ * /etc/config/network and /etc/config/solowg could hold on a router. Counters
+ * grow with every status call so the rate graph has something to draw. The
+ * status reply's top-level `packet_tx` is true unless the page's query says
+ * packet_tx=absent (an older daemon) or packet_tx=false.
  */
 'use strict';
 
@@ -15,7 +17,8 @@
 		clientPriv: 'N7PSIOm5iWAbde95IDxLXufnUWsJvml7AxokR4lLssA=',
 		psk: 'dtdXh7sM/y6lL8IIQvI8ZD5+FMlPUPAzaiQBxAyNJ70='
 	};
-	var calls = 0, t0 = 1764500000, rx = 1048576, tx = 5242880;
+	var calls = 0, t0 = 1764500000, rx = 1048576, tx = 5242880,
+	    packetTx = new URLSearchParams(location.search).get('packet_tx');
 
 	window.STANDIN_KEYS = K;
 
@@ -24,7 +27,7 @@
 			status: function() {
 				var now = t0 + 5 * calls, n = calls++;
 				rx += 5 * (12000 + 8000 * (n % 3)); tx += 5 * (50000 + 18000 * (n % 4));
-				return {
+				var reply = {
 					time: now,
 					interfaces: [ {
 						name: 'wg0', public_key: K.srvPub, listen_port: 51820, fwmark: 0, mtu: 1420,
@@ -45,6 +48,11 @@
 						} ]
 					} ]
 				};
+
+				if (packetTx != 'absent')
+					reply.packet_tx = packetTx != 'false';
+
+				return reply;
 			},
 			reload: function() { return { interfaces: [ 'wg0' ], errors: [] }; },
 			genkey: function() { return { private_key: K.clientPriv, public_key: 'JtswlaTvA4J3gyEnHJ0CEWdeuzeZzB5lChAFx6Wzzc0=' }; },
@@ -63,6 +71,10 @@
 			cfg010001: sec('cfg010001', 'solowg_wg0', { description: 'Phone <b>Anna</b>', public_key: K.phone, preshared_key: K.psk, allowed_ips: [ '10.0.0.2/32', 'fd00::2/128' ], persistent_keepalive: '25' }),
 			cfg010002: sec('cfg010002', 'solowg_wg0', { description: 'Laptop', public_key: K.laptop, allowed_ips: [ '10.0.0.3/32' ], endpoint_host: 'laptop.example.net', endpoint_port: '51820' }),
 			cfg010003: sec('cfg010003', 'solowg_wg0', { public_key: K.office, allowed_ips: [ '192.168.50.0/24' ], route_allowed_ips: '1' })
+		},
+		/* packet_tx left out: the page shows the form's default */
+		solowg: {
+			main: sec('main', 'solowg', { enabled: '1', log_level: 'info' })
 		}
 	};
 })();

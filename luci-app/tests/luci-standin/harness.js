@@ -1,34 +1,63 @@
-/* STAND-IN harness: loads one solowg page and optionally drives it. */
+/* STAND-IN harness: logs a user in, loads one solowg page and optionally drives it.
+ *   ?page=status|proto  &action=...  &user=root|readonly (acl-model.js users; root by default)
+ */
 'use strict';
 
 (function() {
-	var q = new URLSearchParams(location.search), page = q.get('page'), action = q.get('action');
+	var q = new URLSearchParams(location.search), page = q.get('page'), action = q.get('action'),
+	    user = q.get('user') || 'root';
 	var log = window.__standin, sleep = function(ms) { return new Promise(function(r) { setTimeout(r, ms); }); };
+	var ACL = '/app-root/usr/share/rpcd/acl.d/luci-app-solowg.json',
+	    MENU = '/app-root/usr/share/luci/menu.d/luci-app-solowg.json';
 
-	document.getElementById('standin-pure').textContent = 'served modules: ' + window.STANDIN_PURE;
+	document.getElementById('standin-pure').textContent = 'served modules: ' + window.STANDIN_PURE + '; user: ' + user;
 	log.page = page; log.action = action; log.steps = [];
 
 	setInterval(function() {
 		document.getElementById('standin-log').textContent = 'STANDIN-LOG ' + JSON.stringify(log);
 	}, 500);
 
+	/* settles a promise into 'allowed' or 'denied: <message>' */
+	var outcome = function(p) {
+		return Promise.resolve(p).then(function() { return 'allowed'; }, function(e) { return 'denied: ' + (e && e.message || e); });
+	};
+
 	var run;
 
 	if (page == 'status') {
-		run = L.require('view.solowg.status').then(function(v) { return v.ready; }).then(function() {
+		var view;
+
+		run = L.standinBoot({ user: user, aclFiles: [ ACL ], menuFile: MENU, menuPath: 'admin/status/solowg' }).then(function() {
+			if (!L.env.nodespec.satisfied)
+				throw new Error('the dispatcher would answer 403 for this user');
+
+			return L.require('view.solowg.status');
+		}).then(function(v) {
+			view = v;
+			return v.ready;
+		}).then(function() {
 			log.steps.push('rendered');
-			if (action != 'client')
-				return;
-			return sleep(16000).then(function() {
-				var b = document.querySelector('.solowg-peer[data-public-key="' + STANDIN_KEYS.office + '"] .solowg-client-button');
-				b.click();
-				log.steps.push('clicked client configuration');
-			});
+
+			if (action == 'client')
+				return sleep(16000).then(function() {
+					var b = document.querySelector('.solowg-peer[data-public-key="' + STANDIN_KEYS.office + '"] .solowg-client-button');
+					b.click();
+					log.steps.push('clicked client configuration');
+				});
+
+			if (action == 'settings')
+				return settings();
+
+			if (action == 'probe')
+				return probe(view);
 		});
 	}
 	else if (page == 'proto') {
 		var form, network, m;
-		run = Promise.all([ L.require('form'), L.require('network'), L.require('uci'), L.require('protocol.solowg') ]).then(function(r) {
+		/* Network → Interfaces belongs to luci-mod-network; its node is taken as writable */
+		run = L.standinBoot({ user: user, aclFiles: [ ACL ], nodespec: { satisfied: true, readonly: false } }).then(function() {
+			return Promise.all([ L.require('form'), L.require('network'), L.require('uci'), L.require('protocol.solowg') ]);
+		}).then(function(r) {
 			form = r[0]; network = r[1];
 			m = new form.Map('network', 'Interfaces » wg0');
 			var s = m.section(form.NamedSection, 'wg0', 'interface');
@@ -61,6 +90,87 @@
 			}).then(function(uci) {
 				log.uci_after_import = JSON.parse(JSON.stringify(uci.state.network));
 			});
+		});
+	}
+
+	/* Full access: tick packet_tx, pick a log level, Save; then untick, Save. */
+	function settings() {
+		var uci, saveButton = function() { return document.querySelector('.cbi-page-actions .cbi-button-save'); };
+		var inMap = function(sel) { return document.querySelector('.cbi-map[data-config="solowg"] ' + sel); };
+
+		return L.require('uci').then(function(u) {
+			uci = u;
+			var cb = inMap('input[data-option="packet_tx"]'), sel = inMap('select[data-option="log_level"]');
+			log.settings_before = { packet_tx: cb.checked, log_level: sel.value, disabled: cb.disabled || sel.disabled };
+			cb.checked = true;
+			sel.value = 'verbose';
+			saveButton().click();
+			return sleep(500);
+		}).then(function() {
+			log.settings_saved_on = JSON.parse(JSON.stringify(uci.state.solowg.main));
+			inMap('input[data-option="packet_tx"]').checked = false;
+			saveButton().click();
+			return sleep(500);
+		}).then(function() {
+			log.settings_saved_off = JSON.parse(JSON.stringify(uci.state.solowg.main));
+			log.steps.push('saved settings');
+		});
+	}
+
+	/* Read-only: what the view asked for on its own, then what the session
+	 * may do when asked directly (as a user could from the browser console). */
+	function probe(v) {
+		var rpc, uci, probes = log.probes = {};
+
+		return sleep(16000).then(function() {
+			log.view_uci_loads = log.uci_loads.slice();
+			log.view_calls = log.calls.slice();
+
+			/* the dialog's handler, called without its button */
+			return Promise.resolve(v.handleClientConfig(
+				{ name: 'wg0', public_key: STANDIN_KEYS.srvPub, listen_port: 51820 },
+				{ public_key: STANDIN_KEYS.phone, allowed_ips: [ '10.0.0.2/32' ], description: 'Phone' }));
+		}).then(function() {
+			var ov = document.getElementById('modal_overlay');
+			probes.client_dialog = ov && ov.textContent.trim() ? 'shown' : 'not shown';
+
+			/* a disabled Save cannot be clicked */
+			var save = document.querySelector('.cbi-page-actions .cbi-button-save');
+			probes.footer_save = save ? (save.disabled ? 'disabled' : 'enabled') : 'absent';
+			var saves = log.uci_saves;
+			if (save) save.click();
+			probes.footer_save_click_saved = log.uci_saves != saves;
+
+			return Promise.all([ L.require('rpc'), L.require('uci') ]);
+		}).then(function(r) {
+			rpc = r[0]; uci = r[1];
+			var call = function(object, method, params) {
+				return rpc.declare({ object: object, method: method, params: params || [], expect: { '': {} } });
+			};
+
+			return Promise.all([
+				outcome(call('solowg', 'status')()),
+				outcome(uci.load('network')),
+				outcome(call('solowg', 'genkey')()),
+				outcome(call('solowg', 'genpsk')()),
+				outcome(call('solowg', 'reload')()),
+				outcome(uci.load('solowg')),
+				rpc.declare({ object: 'session', method: 'access', params: [ 'scope', 'object', 'function' ], expect: { access: false } })('uci', 'solowg', 'write')
+			]);
+		}).then(function(res) {
+			probes.status = res[0];
+			probes.uci_network = res[1];
+			probes.genkey = res[2];
+			probes.genpsk = res[3];
+			probes.reload = res[4];
+			probes.uci_solowg = res[5];
+			probes.session_access_uci_solowg_write = res[6];
+
+			uci.set('solowg', 'main', 'packet_tx', '1');
+			return outcome(uci.save());
+		}).then(function(saved) {
+			probes.uci_save_solowg = saved;
+			log.steps.push('probed');
 		});
 	}
 

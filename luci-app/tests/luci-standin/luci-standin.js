@@ -1,18 +1,27 @@
 /*
  * STAND-IN for LuCI's client runtime, written for luci-app-solowg's browser
  * test. It is NOT LuCI: it provides only what the solowg views call (L, E, _,
- * String.prototype.format, L.Class, and the modules baseclass, view, rpc,
- * poll, uci, ui, dom, form, network) with the same calling conventions, backed
- * by canned data (canned.js) instead of rpcd/ubus; the module uqr is the
- * stand-in that uqr-standin.js builds (serve.js serves it). What it cannot
- * prove: that LuCI's real form/ui classes lay out, validate, save and apply
- * the options the same way, that rpcd's ACL lets the calls through, or how a
- * real theme looks.
+ * String.prototype.format, L.Class, L.hasViewPermission, and the modules
+ * baseclass, view, rpc, poll, uci, ui, dom, form, network) with the same
+ * calling conventions, backed by canned data (canned.js) instead of
+ * rpcd/ubus; the module uqr is the stand-in that uqr-standin.js builds
+ * (serve.js serves it).
+ *
+ * Access control follows the same mechanism as on a router (acl-model.js):
+ * L.standinBoot() logs a user in over the app's real acl.d file and builds
+ * the page's L.env.nodespec from its real menu.d entry, as the dispatcher
+ * does; every rpc call is checked like uhttpd checks ubus calls, uci.load and
+ * uci.save like rpcd's uci plugin, and form.Map asks `session access` whether
+ * it may write its config, as LuCI's form.js does.
+ *
+ * What it cannot prove: that LuCI's real form/ui classes lay out, validate,
+ * save and apply the options the same way, that the real rpcd answers as the
+ * model does, or how a real theme looks.
  */
 'use strict';
 
 (function() {
-	var log = window.__standin = { calls: [], errors: [], uci_saves: 0 };
+	var log = window.__standin = { calls: [], denied: [], errors: [], uci_loads: [], uci_saves: 0, uci_saved: [] };
 
 	window.addEventListener('error', function(ev) { log.errors.push(String(ev.message)); });
 	window.addEventListener('unhandledrejection', function(ev) { log.errors.push('rejection: ' + String(ev.reason && (ev.reason.stack || ev.reason))); });
@@ -82,8 +91,22 @@
 				node.removeChild(node.firstChild);
 
 			return dom.append(node, children);
+		},
+		/* LuCI binds a form.Map to its node; the view footer finds it there */
+		bindClassInstance: function(node, inst) { instances.set(node, inst); return inst; },
+		findClassInstance: function(node) {
+			for (; node; node = node.parentNode)
+				if (instances.has(node))
+					return instances.get(node);
+			return null;
+		},
+		callClassMethod: function(node, method) {
+			var inst = dom.findClassInstance(node);
+			return (inst && typeof inst[method] == 'function')
+				? inst[method].apply(inst, Array.prototype.slice.call(arguments, 2)) : null;
 		}
 	};
+	var instances = new WeakMap();
 
 	window.E = function(tag, attrs, children) {
 		if (Array.isArray(attrs) || dom.elem(attrs) || typeof attrs == 'string') {
@@ -108,8 +131,53 @@
 	/* --- L ---------------------------------------------------------------- */
 	var modules = {}, loading = {};
 
+	var session = null;
+
 	var L = window.L = {
-		env: { resource: '/luci-static/resources' },
+		env: { resource: '/luci-static/resources', nodespec: null },
+		/* As luci.js: null without access to the page node, false when the
+		 * dispatcher marked it read-only, true when writable. */
+		hasViewPermission: function() {
+			var spec = L.env.nodespec;
+
+			if (spec == null || typeof spec != 'object' || !spec.satisfied)
+				return null;
+
+			return !spec.readonly;
+		},
+		/* What rpcd and the dispatcher did before the page reached the browser:
+		 * log `user` (acl-model.js users) in over the served acl.d files and
+		 * resolve the menu.d node `menuPath` (or take `nodespec` as given). */
+		standinBoot: function(opts) {
+			var fetchJson = function(url) {
+				return fetch(url).then(function(r) {
+					if (!r.ok)
+						throw new Error('cannot load ' + url + ': ' + r.status);
+					return r.json();
+				});
+			};
+
+			return Promise.all(opts.aclFiles.map(fetchJson).concat(opts.menuFile ? [ fetchJson(opts.menuFile) ] : []))
+				.then(function(res) {
+					var menu = opts.menuFile ? res.pop() : null;
+
+					session = window.StandinAcl.login(window.StandinAcl.users[opts.user], [ window.StandinAcl.baseAcl ].concat(res));
+					log.user = opts.user;
+
+					if (menu) {
+						if (!menu[opts.menuPath])
+							throw new Error('no menu node ' + opts.menuPath);
+
+						L.env.nodespec = window.StandinAcl.nodespec(menu[opts.menuPath], session, function(config) {
+							return Object.keys(window.STANDIN_UCI[config] || {}).length > 0;
+						});
+					}
+					else
+						L.env.nodespec = opts.nodespec;
+
+					log.nodespec = { satisfied: L.env.nodespec.satisfied, readonly: !!L.env.nodespec.readonly };
+				});
+		},
 		/* LuCI's legacy alias of baseclass; luci-lib-uqr's uqr.js extends it */
 		Class: Base,
 		bind: function(fn, self) {
@@ -170,6 +238,23 @@
 	L.define('dom', dom);
 
 	/* --- rpc: canned ubus objects from canned.js ------------------------- */
+
+	/* rpcd's session object (acl-model.js answers) */
+	var sessionObject = {
+		access: function(a) {
+			if (a.object != null && a['function'] != null)
+				return { access: session.access(a.scope || 'ubus', a.object, a['function']) };
+			return session.dump();
+		}
+	};
+
+	/* uhttpd refuses a call the session may not make with JSON-RPC error
+	 * -32002; LuCI's rpc.js rejects with this message. */
+	function ubusDenied(object, method) {
+		log.denied.push(object + '.' + method);
+		return new Error('RPC call to ' + object + '/' + method + ' failed with error -32002: Access denied');
+	}
+
 	L.define('rpc', {
 		declare: function(d) {
 			return function() {
@@ -178,7 +263,13 @@
 				(d.params || []).forEach(function(p, i) { args[p] = argv[i]; });
 				log.calls.push(d.object + '.' + d.method);
 
-				var handler = (window.STANDIN_UBUS[d.object] || {})[d.method];
+				if (!session)
+					return Promise.reject(new Error('stand-in: no session (L.standinBoot not called)'));
+
+				if (!session.access('ubus', d.object, d.method))
+					return Promise.reject(ubusDenied(d.object, d.method));
+
+				var handler = d.object == 'session' ? sessionObject[d.method] : (window.STANDIN_UBUS[d.object] || {})[d.method];
 
 				if (!handler)
 					return Promise.reject(new Error('Access denied / no such method ' + d.object + '.' + d.method));
@@ -208,11 +299,38 @@
 		}
 	});
 
-	/* --- uci: canned /etc/config/network ------------------------------- */
+	/* --- uci: canned /etc/config/* (canned.js) ------------------------- */
+
+	/* uci.js calls ubus uci get/set/...: uhttpd checks those (scope ubus),
+	 * rpcd's uci plugin then the config (scope uci, "read" or "write") and
+	 * answers UBUS_STATUS_PERMISSION_DENIED, which uci.js turns into this. */
+	function uciAccess(method, conf, perm) {
+		if (!session)
+			return new Error('stand-in: no session (L.standinBoot not called)');
+
+		if (!session.access('ubus', 'uci', method))
+			return ubusDenied('uci', method);
+
+		if (!session.access('uci', conf, perm)) {
+			log.denied.push('uci.' + perm + ' ' + conf);
+			return new Error('RPC call to uci/' + method + ' failed with ubus code 6: Permission denied');
+		}
+
+		return null;
+	}
+
 	var uci = {
 		state: {},
+		changed: {},
 		seq: 100,
 		load: function(conf) {
+			var err = uciAccess('get', conf, 'read');
+
+			log.uci_loads.push(conf + (err ? ' denied' : ''));
+
+			if (err)
+				return Promise.reject(err);
+
 			if (!uci.state[conf])
 				uci.state[conf] = JSON.parse(JSON.stringify(window.STANDIN_UCI[conf] || {}));
 			return Promise.resolve(conf);
@@ -232,17 +350,33 @@
 		set: function(conf, sid, opt, val) {
 			var s = (uci.state[conf] || {})[sid];
 			if (!s) return;
+			uci.changed[conf] = true;
 			if (val == null || val === '' || (Array.isArray(val) && !val.length)) delete s[opt];
 			else s[opt] = val;
 		},
 		unset: function(conf, sid, opt) { uci.set(conf, sid, opt, null); },
 		add: function(conf, type, name) {
 			var sid = name || ('cfg' + (uci.seq++).toString(16)), all = uci.state[conf] || (uci.state[conf] = {});
+			uci.changed[conf] = true;
 			all[sid] = { '.name': sid, '.type': type, '.anonymous': !name, '.index': uci.seq++ };
 			return sid;
 		},
-		remove: function(conf, sid) { delete (uci.state[conf] || {})[sid]; },
-		save: function() { log.uci_saves++; return Promise.resolve(); }
+		remove: function(conf, sid) { uci.changed[conf] = true; delete (uci.state[conf] || {})[sid]; },
+		/* stages every changed config (ubus uci set/add/delete), each checked */
+		save: function() {
+			var confs = Object.keys(uci.changed);
+
+			for (var i = 0; i < confs.length; i++) {
+				var err = uciAccess('set', confs[i], 'write');
+				if (err)
+					return Promise.reject(err);
+			}
+
+			uci.changed = {};
+			log.uci_saves++;
+			log.uci_saved = log.uci_saved.concat(confs);
+			return Promise.resolve();
+		}
 	};
 	L.define('uci', uci);
 
@@ -273,18 +407,72 @@
 	L.define('ui', ui);
 
 	/* --- view ------------------------------------------------------------ */
+	function eachMap(fn) {
+		document.getElementById('view').querySelectorAll('.cbi-map').forEach(function(node) {
+			var m = dom.findClassInstance(node);
+			if (m) fn(m);
+		});
+	}
+
 	L.define('view', {
 		extend: function(props) {
 			return Base.extend(Object.assign({
 				__init__: function() {
 					var vp = document.getElementById('view');
 					dom.content(vp, E('div', { 'class': 'spinning' }, [ 'Loading view…' ]));
-					this.ready = Promise.resolve(this.load()).then(L.bind(this.render, this)).then(function(node) {
+					this.ready = Promise.resolve(this.load()).then(L.bind(this.render, this)).then(L.bind(function(node) {
 						dom.content(vp, node);
-					}).catch(function(e) { log.errors.push('view: ' + (e.stack || e)); });
+						vp.appendChild(this.addFooter());
+					}, this)).catch(function(e) { log.errors.push('view: ' + (e.stack || e)); });
 				},
 				load: function() {},
-				render: function() {}
+				render: function() {},
+				/* As LuCI's defaults: save every bound form.Map, then apply. */
+				handleSave: function() {
+					var tasks = [];
+					eachMap(function(m) { tasks.push(m.save()); });
+					return Promise.all(tasks);
+				},
+				handleSaveApply: function() {
+					return this.handleSave().then(function() { log.applied = (log.applied || 0) + 1; });
+				},
+				handleReset: function() {
+					var tasks = [];
+					eachMap(function(m) { tasks.push(m.redraw()); });
+					return Promise.all(tasks);
+				},
+				/* As LuCI's footer: buttons for the handlers not set to null,
+				 * disabled when every map on the page is read-only, or, on a
+				 * page without maps, when the node is not writable. */
+				addFooter: function() {
+					var hasmap = false, readonly = true, self = this;
+
+					eachMap(function(m) {
+						hasmap = true;
+						if (!m.readonly)
+							readonly = false;
+					});
+
+					if (!hasmap)
+						readonly = !L.hasViewPermission();
+
+					if (!this.handleSaveApply && !this.handleSave && !this.handleReset)
+						return document.createDocumentFragment();
+
+					var button = function(cls, label, handler) {
+						return self[handler] ? E('button', {
+							'class': 'btn cbi-button ' + cls,
+							'disabled': readonly || null,
+							'click': ui.createHandlerFn(self, handler)
+						}, [ label ]) : '';
+					};
+
+					return E('div', { 'class': 'cbi-page-actions' }, [
+						button('cbi-button-apply', 'Save & Apply', 'handleSaveApply'), ' ',
+						button('cbi-button-save', 'Save', 'handleSave'), ' ',
+						button('cbi-button-reset', 'Reset', 'handleReset')
+					]);
+				}
 			}, props));
 		}
 	});
@@ -306,15 +494,31 @@
 	});
 
 	/* --- form: widgets --------------------------------------------------- */
+	/* As form.js: an option's own readonly, else its map's. */
+	function isReadonly(opt) {
+		return opt.readonly != null ? !!opt.readonly : !!opt.map.readonly;
+	}
+
 	function widget(opt, sid, value) {
 		var w = { node: null };
 
 		if (opt instanceof Flag) {
 			var cb = E('input', { 'type': 'checkbox' });
-			cb.checked = value == '1';
+			cb.checked = value == opt.enabled;
+			cb.disabled = isReadonly(opt);
 			w.node = cb;
-			w.getValue = function() { return cb.checked ? '1' : '0'; };
-			w.setValue = function(v) { cb.checked = (v == '1'); };
+			w.getValue = function() { return cb.checked ? opt.enabled : opt.disabled; };
+			w.setValue = function(v) { cb.checked = (v == opt.enabled); };
+		}
+		else if (opt instanceof ListValue) {
+			var sel = E('select', { 'class': 'cbi-input-select' }, opt.keylist.map(function(k, i) {
+				return E('option', { 'value': k }, [ opt.vallist[i] ]);
+			}));
+			sel.value = value == null ? '' : value;
+			sel.disabled = isReadonly(opt);
+			w.node = sel;
+			w.getValue = function() { return sel.value; };
+			w.setValue = function(v) { sel.value = v; };
 		}
 		else if (opt instanceof DynamicList) {
 			var box = E('div', { 'class': 'cbi-dynlist' }), items = L.toArray(value).slice();
@@ -334,7 +538,7 @@
 		else {
 			var inp = E('input', { 'type': opt.password ? 'password' : 'text', 'class': 'cbi-input-text', 'placeholder': opt.placeholder || null });
 			inp.value = value == null ? '' : value;
-			if (opt.readonly) inp.readOnly = true;
+			if (isReadonly(opt)) inp.readOnly = true;
 			w.node = inp;
 			w.getValue = function() { return inp.value; };
 			w.setValue = function(v) { inp.value = v == null ? '' : v; };
@@ -351,6 +555,7 @@
 			this.map = map; this.section = section; this.option = option;
 			this.title = title; this.description = description;
 			this.data = {}; this.widgets = {}; this.deps = [];
+			this.rmempty = true;
 		},
 		depends: function(k, v) { this.deps.push([ k, v ]); },
 		load: function(sid) { return uci.get(this.map.config, sid, this.option); },
@@ -360,22 +565,51 @@
 		formvalue: function(sid) { var w = this.widgets[sid]; return w ? w.getValue() : null; },
 		write: function(sid, v) { uci.set(this.map.config, sid, this.option, v); },
 		remove: function(sid) { uci.unset(this.map.config, sid, this.option); },
+		/* As form.js: an empty value, or the default with rmempty (LuCI's
+		 * default) or optional, removes the option; else a changed value is
+		 * written. */
 		parse: function(sid) {
-			var v = this.formvalue(sid);
+			var v = this.formvalue(sid), cval = this.cfgvalue(sid);
 			if (v == null) return;
-			if (v === '' || (Array.isArray(v) && !v.length)) this.remove(sid);
-			else this.write(sid, v);
+			if (v == null || v === '' || (Array.isArray(v) && !v.length) ||
+			    (v == this.default && (this.rmempty || this.optional))) {
+				if (this.rmempty || this.optional) this.remove(sid);
+			}
+			else if (this.forcewrite || JSON.stringify(cval) !== JSON.stringify(v))
+				this.write(sid, v);
 		},
 		renderRow: function(sid, asCell) {
-			var w = this.widgets[sid] = widget(this, sid, this.cfgvalue(sid));
+			var cval = this.cfgvalue(sid);
+			var w = this.widgets[sid] = widget(this, sid, cval != null ? cval : this['default']);
 			var field = E('div', { 'class': 'cbi-value-field' }, [ w.node ]);
 			if (this.description && !asCell) field.appendChild(E('div', { 'class': 'cbi-value-description' }, [ this.description ]));
 			return asCell ? field : E('div', { 'class': 'cbi-value', 'data-name': this.option }, [
 				E('label', { 'class': 'cbi-value-title' }, [ this.title || '' ]), field ]);
 		}
 	});
-	var Value = AbstractValue.extend({});
-	var Flag = Value.extend({});
+	var Value = AbstractValue.extend({
+		value: function(key, label) {
+			(this.keylist || (this.keylist = [])).push(String(key));
+			(this.vallist || (this.vallist = [])).push(label != null ? label : key);
+		}
+	});
+	var ListValue = Value.extend({});
+	var Flag = Value.extend({
+		__init__: function() {
+			AbstractValue.prototype.__init__.apply(this, arguments);
+			this.enabled = '1';
+			this.disabled = '0';
+			this['default'] = this.disabled;
+		},
+		/* As form.js: the default with rmempty or optional is removed,
+		 * anything else written, changed or not. */
+		parse: function(sid) {
+			var v = this.formvalue(sid);
+			if (v == null) return;
+			if (v == this['default'] && (this.optional || this.rmempty)) this.remove(sid);
+			else this.write(sid, v);
+		}
+	});
 	var DynamicList = Value.extend({});
 	var DummyValue = Value.extend({});
 	var Button = Value.extend({
@@ -479,6 +713,9 @@
 		renderRow: function() { return E('div', { 'class': 'cbi-value', 'data-name': this.option }, [ this.subsection.render() ]); }
 	});
 
+	/* form.js asks rpcd whether the session may write the map's config */
+	var callSessionAccess = null;
+
 	var Map = Base.extend({
 		__init__: function(config, title, desc) { this.config = config; this.title = title; this.description = desc; this.children = []; },
 		section: function(cls, a, b) { var s = new cls(this, a, b); this.children.push(s); return s; },
@@ -497,9 +734,23 @@
 			return null;
 		},
 		parseAll: function() { this.children.forEach(function(s) { s.parseAll(); }); },
+		/* As form.js: unless `readonly` was set, a `session access uci
+		 * <config> write` answer of false makes the map read-only. */
 		load: function() {
 			var self = this;
-			return uci.load(this.config).then(function() { return Promise.all(self.children.map(function(s) { return s.loadAll(); })); });
+
+			callSessionAccess = callSessionAccess || L.require('rpc').then(function(rpc) {
+				return rpc.declare({ object: 'session', method: 'access', params: [ 'scope', 'object', 'function' ], expect: { 'access': false } });
+			});
+
+			return Promise.all([
+				this.readonly == null ? callSessionAccess.then(function(fn) { return fn('uci', self.config, 'write'); }) : true,
+				uci.load(this.config)
+			]).then(function(res) {
+				if (res[0] === false)
+					self.readonly = true;
+				return Promise.all(self.children.map(function(s) { return s.loadAll(); }));
+			});
 		},
 		redraw: function() {
 			var self = this;
@@ -508,7 +759,11 @@
 				return self.root;
 			});
 		},
-		render: function() { this.root = E('div', { 'class': 'cbi-map', 'data-config': this.config }); return this.redraw(); },
+		render: function() {
+			this.root = E('div', { 'class': 'cbi-map', 'data-config': this.config });
+			dom.bindClassInstance(this.root, this);
+			return this.redraw();
+		},
 		save: function(cb, silent) {
 			this.parseAll();
 			return uci.save().then(L.bind(this.redraw, this));
@@ -518,6 +773,6 @@
 	L.define('form', {
 		Map: Map, NamedSection: NamedSection, TypedSection: TableSection, TableSection: TableSection, GridSection: GridSection,
 		Value: Value, Flag: Flag, DynamicList: DynamicList, DummyValue: DummyValue, Button: Button, SectionValue: SectionValue,
-		ListValue: Value
+		ListValue: ListValue
 	});
 })();

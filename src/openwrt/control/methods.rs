@@ -309,6 +309,9 @@ impl Managed {
         table(vec![
             ("interfaces", Value::Array(ifaces)),
             ("time", Value::Int(unix_now() as i64)),
+            // Where UDP GSO is refused, data may leave through a packet socket, past the
+            // firewall's output rules: LuCI says so.
+            ("packet_tx", Value::Bool(crate::sys::packet_tx::wanted())),
         ])
     }
 

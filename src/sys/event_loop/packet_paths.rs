@@ -64,17 +64,12 @@ pub(super) struct PacketPaths {
     mark_rules: Option<(bool, u32)>,
 }
 
-/// Whether SOLOWG_PACKET_TX asks for the packet path.
-fn wanted() -> bool {
-    std::env::var("SOLOWG_PACKET_TX").is_ok_and(|v| v == "1")
-}
-
 impl PacketPaths {
     /// Opens the sockets the first time; false if the packet path is off.
     fn ready(&mut self, link: &LinkMonitor, ifname: &str) -> bool {
         if !self.tried {
             self.tried = true;
-            if !wanted() {
+            if !crate::sys::packet_tx::wanted() {
                 return false;
             }
             let opened = PacketTx::open().and_then(|p| Ok((p, RouteQuery::open()?)));

@@ -5,14 +5,21 @@
 'require uci';
 'require ui';
 'require dom';
+'require form';
 'require solowg.conf as conf';
 'require uqr';
 
 /*
  * Status → solowg: every interface and peer of the daemon, refreshed every
  * POLL_SECONDS through ubus `solowg status`, with a per-peer rx/tx rate graph
- * built from successive samples, and a client configuration (text, download,
- * QR code) for each peer.
+ * built from successive samples, a client configuration (text, download,
+ * QR code) for each peer, and the daemon's settings (UCI solowg.main).
+ *
+ * Read-only users (the ACL group granted for read only) see status and
+ * settings, never key material: the client configuration shows the peer's
+ * stored private key and PSK from /etc/config/network, which the ACL grants
+ * only with write access, so this view neither loads network nor offers the
+ * dialog (or Reload) unless LuCI reports the page writable.
  */
 
 var POLL_SECONDS = 5;
@@ -51,6 +58,13 @@ function ageText(latest, now) {
 		return _('Never');
 
 	return conf.formatAge(Math.max(0, now - latest));
+}
+
+/* LuCI's dispatcher marks the page node read-only when the session holds the
+ * node's ACL group for read only; L.hasViewPermission() reports that (true
+ * only with write). Anything else, an older LuCI included, counts as read-only. */
+function pageWritable() {
+	return typeof L.hasViewPermission == 'function' && L.hasViewPermission() === true;
 }
 
 function shortKey(key) {
@@ -185,11 +199,15 @@ function svgNode(markup) {
 
 return view.extend({
 	history: {},
+	writable: false,
 
 	load: function() {
+		this.writable = pageWritable();
+
 		return Promise.all([
 			callStatus(),
-			L.resolveDefault(uci.load('network'), null)
+			/* stored client keys and PSKs: only for writers (see top) */
+			this.writable ? L.resolveDefault(uci.load('network'), null) : null
 		]);
 	},
 
@@ -221,6 +239,9 @@ return view.extend({
 	peerSection: function(ifname, pubkey) {
 		var found = null;
 
+		if (!this.writable)
+			return null;
+
 		[ 'solowg_' + ifname, 'wireguard_' + ifname ].forEach(function(type) {
 			uci.sections('network', type, function(s) {
 				if (!found && s.public_key == pubkey)
@@ -248,6 +269,10 @@ return view.extend({
 
 	/* The wg-quick configuration of the peer's side of the tunnel. */
 	handleClientConfig: function(ifc, peer, ev) {
+		/* the button is not drawn for read-only users; refuse anyway */
+		if (!this.writable)
+			return Promise.resolve();
+
 		var s = this.peerSection(ifc.name, peer.public_key) || {},
 		    keyPromise;
 
@@ -382,10 +407,10 @@ return view.extend({
 				renderGraph(this.history[ifc.name + '/' + peer.public_key] || [], now)),
 			E('td', { 'class': 'td', 'data-title': _('Allowed IPs') },
 				allowed.length ? allowed.map(function(a) { return E('div', {}, [ a ]); }) : E('em', {}, _('none'))),
-			E('td', { 'class': 'td cbi-section-actions' }, E('button', {
+			E('td', { 'class': 'td cbi-section-actions' }, this.writable ? E('button', {
 				'class': 'btn cbi-button cbi-button-action solowg-client-button',
 				'click': ui.createHandlerFn(this, 'handleClientConfig', ifc, peer)
-			}, _('Client configuration')))
+			}, _('Client configuration')) : '')
 		]);
 	},
 
@@ -426,12 +451,48 @@ return view.extend({
 
 	renderStatus: function(status) {
 		var now = status.time || Math.floor(Date.now() / 1000),
-		    ifaces = status.interfaces || [];
+		    ifaces = status.interfaces || [],
+		    /* `packet_tx` is true when the running daemon may send data through
+		     * its packet socket; older daemons do not report it: UDP socket */
+		    txPath = E('p', { 'class': 'solowg-txpath' }, [
+		    	_('Transmit path: %s').format(status.packet_tx === true
+		    		? _('packet socket where the NIC has no checksum offload')
+		    		: _('UDP socket'))
+		    ]);
 
 		if (!ifaces.length)
-			return E('div', { 'class': 'cbi-section' }, E('em', {}, _('No solowg interface is up.')));
+			return E('div', {}, [ txPath, E('div', { 'class': 'cbi-section' }, E('em', {}, _('No solowg interface is up.'))) ]);
 
-		return E('div', {}, ifaces.map(L.bind(function(ifc) { return this.renderInterface(ifc, now); }, this)));
+		return E('div', {}, [ txPath ].concat(ifaces.map(L.bind(function(ifc) { return this.renderInterface(ifc, now); }, this))));
+	},
+
+	/* solowg.main, read by the init script when the service starts. The map
+	 * turns itself read-only when the session may not write solowg. */
+	renderSettings: function() {
+		var m = new form.Map('solowg', _('Daemon settings')),
+		    s = m.section(form.NamedSection, 'main', 'solowg'),
+		    o;
+
+		o = s.option(form.Flag, 'packet_tx', _('Packet socket transmit'),
+			_('Where the NIC has no checksum offload, send tunnel data through a packet socket: faster on such routers, but these datagrams pass no netfilter output or postrouting rule (no SNAT or masquerade, no kill-switch or counting rules, no marks set by output rules such as mwan3 or pbr). solowg stays on the UDP socket where it finds firewall-mark policy routing. Takes effect when the solowg service restarts.'));
+		o.default = '0';
+		/* always write 0 or 1: LuCI drops an option equal to its default, and
+		 * the init script's default for a missing one need not be ours */
+		o.rmempty = false;
+
+		o = s.option(form.ListValue, 'log_level', _('Log level'),
+			_('Takes effect when the solowg service restarts.'));
+		o.value('info', _('Info'));
+		o.value('verbose', _('Verbose'));
+		o.value('error', _('Errors only'));
+		o.value('silent', _('Silent'));
+		o.default = 'info';
+		o.rmempty = false;
+
+		return m.render().catch(function(err) {
+			return E('div', { 'class': 'cbi-section solowg-settings-error' }, E('em', {}, [
+				_('The daemon settings could not be loaded: %s').format(err.message || err) ]));
+		});
 	},
 
 	render: function(data) {
@@ -442,26 +503,31 @@ return view.extend({
 		dom.content(box, this.renderStatus(status));
 
 		poll.add(L.bind(function() {
-			return Promise.all([ callStatus(), L.resolveDefault(uci.load('network'), null) ]).then(L.bind(function(res) {
+			return Promise.all([
+				callStatus(),
+				this.writable ? L.resolveDefault(uci.load('network'), null) : null
+			]).then(L.bind(function(res) {
 				this.record(res[0] || {});
 				dom.content(box, this.renderStatus(res[0] || {}));
 			}, this));
 		}, this), POLL_SECONDS);
 
-		return E('div', { 'class': 'cbi-map' }, [
+		var statusMap = E('div', { 'class': 'cbi-map solowg-status' }, [
 			E('h2', {}, _('solowg')),
 			E('div', { 'class': 'cbi-map-descr' }, [
 				_('Tunnels of the solowg daemon. A peer is online when its latest handshake is younger than 180 seconds.'), ' ',
-				E('button', {
+				this.writable ? E('button', {
 					'class': 'btn cbi-button cbi-button-reload',
 					'click': ui.createHandlerFn(this, 'handleReload')
-				}, _('Reload configuration'))
+				}, _('Reload configuration')) : E('p', { 'class': 'solowg-readonly-note' }, [
+					_('You have read-only access: client configurations, keys and Reload need write access.') ])
 			]),
 			box
 		]);
-	},
 
-	handleSaveApply: null,
-	handleSave: null,
-	handleReset: null
+		/* the page footer's Save & Apply acts on the settings map only */
+		return this.renderSettings().then(function(settings) {
+			return E('div', {}, [ statusMap, settings ]);
+		});
+	}
 });
