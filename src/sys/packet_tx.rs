@@ -188,8 +188,10 @@ impl PacketTx {
             n += 1;
         }
         // A frame the qdisc refuses (ENOBUFS: its queue is full, or SQM dropped it) ends the
-        // sendmmsg there; the rest are offered again, as a UDP socket offers each datagram.
-        // The qdisc then sees, and counts, every frame. A full socket buffer ends the batch.
+        // sendmmsg there: a short count, or the error if it was the first. The frames after
+        // it are offered again (not it: the qdisc would count it twice), as a UDP socket
+        // offers each datagram, so the qdisc sees and counts every frame once. A full socket
+        // buffer (EAGAIN) ends the batch.
         let (mut at, mut sent) = (0, 0);
         while at < n {
             let rest = &mut self.msgs[at..n];
@@ -207,7 +209,8 @@ impl PacketTx {
                 Ok(0) => break,
                 Ok(k) => {
                     sent += k;
-                    at += k;
+                    // Short: the frame after the last one taken was refused.
+                    at = (at + k + 1).min(n);
                 }
                 Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => at += 1,
                 Err(e) if at == 0 => return Err(e),

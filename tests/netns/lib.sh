@@ -492,18 +492,19 @@ nt_listening() {
 # and NT_IPERF_MBPS (receiver side). The receiver total can trail the sender
 # by what was still in flight when iperf3 closed its books, so callers judge
 # completeness on the sender total (plus tunnel counters where trustworthy).
+# NT_IPERF_MAX_S: the client's wall-clock bound (default 120 s; the server gets 30 s more).
 nt_iperf() {
-	local cns=$1 sns=$2 addr=$3 spid rc=0 json
+	local cns=$1 sns=$2 addr=$3 spid rc=0 json max=${NT_IPERF_MAX_S:-120}
 	shift 3
 	NT_IPERF_MBPS=
 	NT_IPERF_SENT=0
 	NT_IPERF_RECV=0
 	json="$NT_TMP/iperf3-client.json"
-	ip netns exec "$sns" timeout 150 iperf3 -s -1 -B "$addr" -p "$NT_IPERF_PORT" >>"$NT_TMP/iperf3-server.log" 2>&1 &
+	ip netns exec "$sns" timeout $((max + 30)) iperf3 -s -1 -B "$addr" -p "$NT_IPERF_PORT" >>"$NT_TMP/iperf3-server.log" 2>&1 &
 	spid=$!
 	NT_BG_PIDS+=("$spid")
 	nt_wait_until 5 nt_listening "$sns" "$NT_IPERF_PORT" || return 1
-	ip netns exec "$cns" timeout 120 iperf3 -c "$addr" -p "$NT_IPERF_PORT" --connect-timeout 5000 -J "$@" >"$json" 2>>"$NT_TMP/iperf3-client.log" || rc=1
+	ip netns exec "$cns" timeout "$max" iperf3 -c "$addr" -p "$NT_IPERF_PORT" --connect-timeout 5000 -J "$@" >"$json" 2>>"$NT_TMP/iperf3-client.log" || rc=1
 	nt_stop_job "$spid"
 	NT_IPERF_SENT=$(jq -r '.end.sum_sent.bytes // 0' "$json" 2>/dev/null) || NT_IPERF_SENT=0
 	NT_IPERF_RECV=$(jq -r '.end.sum_received.bytes // 0' "$json" 2>/dev/null) || NT_IPERF_RECV=0
@@ -511,6 +512,44 @@ nt_iperf() {
 		awk '{ printf "%.1f", $1 / 1e6 }') || NT_IPERF_MBPS=
 	[[ $NT_IPERF_SENT =~ ^[0-9]+$ && $NT_IPERF_RECV =~ ^[0-9]+$ ]] || return 1
 	[[ $rc -eq 0 && $NT_IPERF_RECV -gt 0 ]]
+}
+
+# nt_csum_off NS DEV: DEV's TX and RX checksum offload off (csum-off.py), as on a router
+# whose NIC has none; what it reports is printed as comments. Fails unless both are off.
+nt_csum_off() {
+	ip netns exec "$1" python3 "$NT_LIB_DIR/csum-off.py" "$2" both | sed 's/^/# /'
+	return "${PIPESTATUS[0]}"
+}
+
+# nt_gso_refused NS ADDR: true if NS's kernel refuses UDP GSO (EIO) on its way to ADDR now
+# (one 3-segment batch to ADDR's discard port).
+nt_gso_refused() {
+	ip netns exec "$1" timeout 5 python3 -c '
+import errno, socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_UDP, 103, 1000)  # UDP_SEGMENT
+try:
+    s.sendmsg([b"x" * 3000], [], 0, (sys.argv[1], 9))
+except OSError as e:
+    sys.exit(0 if e.errno == errno.EIO else 2)
+sys.exit(1)' "$2"
+}
+
+# nt_gso_inject NS ADDR: sets NT_GSO_INJECT, the NT_WRAP words that make a daemon in NS see
+# UDP GSO refused on its way to ADDR (checksum offload already off): none where the kernel
+# refuses it by itself; on newer kernels (6.18), which checksum a GSO batch in software
+# instead, strace failing sendmsg(2) with EIO (only GSO batches use it; the packet socket
+# and single datagrams use sendmmsg/sendto), as gso-fallback.sh.
+NT_GSO_INJECT=()
+nt_gso_inject() {
+	NT_GSO_INJECT=()
+	if nt_gso_refused "$1" "$2"; then
+		nt_info "the kernel refuses UDP GSO without TX checksum offload: no injection"
+	else
+		nt_require_tools strace
+		nt_info "this kernel ($(uname -r)) sends UDP GSO without TX checksum offload: the daemon runs under strace, sendmsg(2) failing with EIO"
+		NT_GSO_INJECT=(strace -f -qq --seccomp-bpf -o /dev/null -e trace=sendmsg -e inject=sendmsg:error=EIO)
+	fi
 }
 
 # nt_more_stats_lines IF LOG N: LOG holds more than N stats lines for IF (counted on every
@@ -530,3 +569,34 @@ nt_counters() {
 }
 # nt_stats_field LINE KEY: the value of KEY in a stats line (empty if absent).
 nt_stats_field() { tr ' ' '\n' <<<"$1" | sed -n "s/^$2=//p"; }
+
+# nt_stats_delta LINE0 LINE1 KEY: KEY's increase between two stats lines; fails if KEY is
+# missing from either.
+nt_stats_delta() {
+	local v0 v1
+	v0=$(nt_stats_field "$1" "$3")
+	v1=$(nt_stats_field "$2" "$3")
+	[[ $v0 =~ ^[0-9]+$ && $v1 =~ ^[0-9]+$ ]] || return 1
+	echo $((v1 - v0))
+}
+# nt_share_ok PART WHOLE PERCENT: PART >= PERCENT % of WHOLE (and WHOLE > 0).
+nt_share_ok() { [[ $1 =~ ^[0-9]+$ && $2 =~ ^[0-9]+$ ]] && (($2 > 0 && $1 * 100 >= $2 * $3)); }
+# nt_iperf_check NS_FROM NS_TO ADDR NAME BYTES ARGS...: one iperf3 run, passed when the
+# sender's total reaches BYTES.
+nt_iperf_check() {
+	local from=$1 to=$2 addr=$3 name=$4 bytes=$5
+	shift 5
+	if nt_iperf "$from" "$to" "$addr" "$@" && ((NT_IPERF_SENT >= bytes)); then
+		nt_pass "$name" "$NT_IPERF_MBPS Mbit/s"
+	else
+		nt_fail "$name" "iperf3: sent=$NT_IPERF_SENT received=$NT_IPERF_RECV"
+		return 1
+	fi
+}
+# iperf3 stops its stream at the end of the test, dropping what the sender's socket still
+# held (up to 4 MB): what the receiver got (at most 1380 bytes of TCP payload per datagram)
+# says how many datagrams left at least; and at least 3,000 (about 4 MB) must have.
+nt_datagrams_needed() {
+	local n=$((NT_IPERF_RECV / 1400))
+	echo $((n > 3000 ? n : 3000))
+}

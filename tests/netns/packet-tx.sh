@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# IPv4 data datagrams through a packet socket where UDP GSO is refused. Both outer veths
-# lose their TX and RX checksum offload (csum-off.py; RX off on B too, or B's veth would
-# mark our CHECKSUM_NONE frames as verified and a wrong UDP checksum would go unnoticed).
-# A must notice that GSO is refused, send most datagrams through its packet socket
-# (packet_tx_datagrams, part of udp_tx_datagrams in its SIGUSR1 stats line) and still:
+# IPv4 data datagrams through a packet socket where UDP GSO is refused and
+# SOLOWG_PACKET_TX=1 turns that path on (it is off by default). Both outer veths lose their
+# TX and RX checksum offload (csum-off.py; RX off on B too, or B's veth would mark our
+# CHECKSUM_NONE frames as verified and a wrong UDP checksum would go unnoticed). A, started
+# with SOLOWG_PACKET_TX=1, must notice that GSO is refused, send most datagrams through its
+# packet socket (packet_tx_datagrams, part of udp_tx_datagrams in its SIGUSR1 stats line)
+# and still:
 #  - keep A's connection tracking entry alive on its own (one datagram a second through
 #    the UDP socket): with 2 s UDP timeouts and "established only" for A's port, B reaches
 #    A after 6 s of one-way traffic A->B (a negative control with A's sends untracked
@@ -11,10 +13,16 @@
 #  - carry traffic while A's neighbour table is flushed, and use the packet socket again
 #    afterwards;
 #  - follow a route change to a second veth and back;
-#  - send nothing through it with SOLOWG_NO_PACKET_TX=1.
+#  - behind a shaper (tbf, 30 Mbit/s, a queue of about 20 frames) overrun by 100 Mbit/s of
+#    UDP, lose only the frames the qdisc refuses: A's udp_tx_dropped grows by about the
+#    qdisc's own drop count, and the qdisc sees nearly every frame (a refused frame once
+#    cost the rest of its sendmmsg batch too, unseen by the qdisc: several times as many);
+#  - restarted without the variable (the default), send nothing through it and log nothing
+#    about a packet socket.
 # Newer kernels (6.18 here) compute the checksum of a GSO batch in software instead of refusing
 # it; there A runs under strace, which fails sendmsg(2) (only GSO batches use it; the
-# packet socket and single datagrams use sendmmsg/sendto) with EIO, as gso-fallback.sh.
+# packet socket and single datagrams use sendmmsg/sendto) with EIO, as gso-fallback.sh
+# (nt_gso_inject in lib.sh).
 #   usage: packet-tx.sh solowg
 set -euo pipefail
 
@@ -24,7 +32,7 @@ here=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
 
 U=${1:-solowg}
 nt_setup
-nt_require_tools iperf3 jq python3 nft sysctl
+nt_require_tools iperf3 jq python3 nft sysctl tc
 nt_require_impl "$U"
 nt_make_netns || nt_die "could not build the namespaces"
 
@@ -38,75 +46,32 @@ SINK_PORT=5400 # B's one-way UDP receiver (inner address)
 MB5=5242880
 MB10=10485760
 
-csum_off() { # NS DEV
-	ip netns exec "$1" python3 "$here/csum-off.py" "$2" both | sed 's/^/# /'
-	return "${PIPESTATUS[0]}"
-}
+csum_off() { nt_csum_off "$@"; }
 nt_check csum-off.A csum_off "$NT_NS_A" "$NT_VETH_A" || true
 nt_check csum-off.B csum_off "$NT_NS_B" "$NT_VETH_B" || true
 
-# Does A's kernel refuse UDP GSO on its veth now? (One 3-segment batch to B's discard port.)
-gso_refused() {
-	ip netns exec "$NT_NS_A" timeout 5 python3 -c '
-import errno, socket, sys
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.setsockopt(socket.SOL_UDP, 103, 1000)  # UDP_SEGMENT
-try:
-    s.sendmsg([b"x" * 3000], [], 0, (sys.argv[1], 9))
-except OSError as e:
-    sys.exit(0 if e.errno == errno.EIO else 2)
-sys.exit(1)' "$NT_OUT4_B"
-}
-INJECT=()
-if gso_refused; then
-	nt_info "the kernel refuses UDP GSO without TX checksum offload: no injection"
-else
-	nt_require_tools strace
-	nt_info "this kernel ($(uname -r)) sends UDP GSO without TX checksum offload: A runs under strace, sendmsg(2) failing with EIO"
-	INJECT=(strace -f -qq --seccomp-bpf -o /dev/null -e trace=sendmsg -e inject=sendmsg:error=EIO)
-fi
+# Does A's kernel refuse UDP GSO on its veth now? If not, A runs under strace (INJECT).
+nt_gso_inject "$NT_NS_A" "$NT_OUT4_B"
+INJECT=("${NT_GSO_INJECT[@]}")
 
-NT_WRAP=("${INJECT[@]}")
-nt_check start.A nt_start_daemon "$U" "$NT_NS_A" "$NT_IF_A" || {
+# The packet path is opt-in: A with SOLOWG_PACKET_TX=1, B with the default (the variable
+# removed, whatever the caller's environment holds).
+NT_WRAP=(env SOLOWG_PACKET_TX=1 "${INJECT[@]}")
+nt_check start.A-with-SOLOWG_PACKET_TX=1 nt_start_daemon "$U" "$NT_NS_A" "$NT_IF_A" || {
 	nt_summary || true
 	exit 1
 }
-NT_WRAP=()
+NT_WRAP=(env -u SOLOWG_PACKET_TX)
 nt_check start.B nt_start_daemon "$U" "$NT_NS_B" "$NT_IF_B" || {
 	nt_summary || true
 	exit 1
 }
+NT_WRAP=()
 nt_check configure nt_config_pair pa pb v4 || true
 nt_check ping4 nt_wait_ping "$NT_NS_A" "$NT_IN4_B" 10 || true
 
-# delta LINE0 LINE1 KEY: KEY's increase; fails if KEY is missing from either line.
-delta() {
-	local v0 v1
-	v0=$(nt_stats_field "$1" "$3")
-	v1=$(nt_stats_field "$2" "$3")
-	[[ $v0 =~ ^[0-9]+$ && $v1 =~ ^[0-9]+$ ]] || return 1
-	echo $((v1 - v0))
-}
-# share_ok PKT UDP PERCENT: PKT >= PERCENT % of UDP (and UDP > 0).
-share_ok() { [[ $1 =~ ^[0-9]+$ && $2 =~ ^[0-9]+$ ]] && (($2 > 0 && $1 * 100 >= $2 * $3)); }
-# iperf_check NAME BYTES ARGS...: one iperf3 A->B run, judged on the sender's total.
-iperf_check() {
-	local name=$1 bytes=$2
-	shift 2
-	if nt_iperf "$NT_NS_A" "$NT_NS_B" "$NT_IN4_B" "$@" && ((NT_IPERF_SENT >= bytes)); then
-		nt_pass "$name" "$NT_IPERF_MBPS Mbit/s"
-	else
-		nt_fail "$name" "iperf3: sent=$NT_IPERF_SENT received=$NT_IPERF_RECV"
-		return 1
-	fi
-}
-# iperf3 stops its stream at the end of the test, dropping what the sender's socket still
-# held (up to 4 MB): what B received (at most 1380 bytes of TCP payload per datagram) says
-# how many datagrams left at least; and at least 3,000 (about 4 MB) must have.
-datagrams_needed() {
-	local n=$((NT_IPERF_RECV / 1400))
-	echo $((n > 3000 ? n : 3000))
-}
+# One iperf3 A->B run (TCP unless ARGS say otherwise), judged on the sender's total.
+iperf_check() { nt_iperf_check "$NT_NS_A" "$NT_NS_B" "$NT_IN4_B" "$@"; }
 tx_packets() { ip netns exec "$1" cat "/sys/class/net/$2/statistics/tx_packets"; }
 
 # --- 2. Bulk traffic: GSO refused, the packet socket carries it.
@@ -117,7 +82,7 @@ c=$(nt_counters "$NT_IF_A") || c=
 nt_info "A's counters: $c"
 pkt=$(nt_stats_field "$c" packet_tx_datagrams)
 udp=$(nt_stats_field "$c" udp_tx_datagrams)
-bulk_ok() { [[ ${udp:-0} -gt 10000 ]] && share_ok "$pkt" "$udp" 90; }
+bulk_ok() { [[ ${udp:-0} -gt 10000 ]] && nt_share_ok "$pkt" "$udp" 90; }
 nt_check "packet-tx.carries->=90%-of-datagrams" bulk_ok || nt_info "packet_tx_datagrams=${pkt:-missing} udp_tx_datagrams=${udp:-missing}"
 
 # --- 3. Connection tracking in A: only established flows reach A's port, 2 s UDP timeouts.
@@ -199,7 +164,7 @@ s.sendto(b"END", to)' "$NT_IN4_B" "$SINK_PORT" || nt_info "$label: sender failed
 ct_c0=$(nt_counters "$NT_IF_A") || ct_c0=
 one_way refreshed
 ct_c1=$(nt_counters "$NT_IF_A") || ct_c1=
-nt_info "during the one-way run: packet_tx_datagrams +$(delta "$ct_c0" "$ct_c1" packet_tx_datagrams || echo '?') of udp_tx_datagrams +$(delta "$ct_c0" "$ct_c1" udp_tx_datagrams || echo '?')"
+nt_info "during the one-way run: packet_tx_datagrams +$(nt_stats_delta "$ct_c0" "$ct_c1" packet_tx_datagrams || echo '?') of udp_tx_datagrams +$(nt_stats_delta "$ct_c0" "$ct_c1" udp_tx_datagrams || echo '?')"
 got_most() { [[ $OW_GOT =~ ^[0-9]+$ ]] && ((OW_GOT >= 570)); }
 nt_check ct.one-way-datagrams-arrived got_most || true
 nt_check ct.B-reaches-A-after-6s-one-way test "$OW_PING_BACK" = 0 || true
@@ -229,10 +194,10 @@ nt_check "neigh.ping-loss-<=10%-across-the-flush" test "${rcvd:-0}" -ge 45 || tr
 n0=$(nt_counters "$NT_IF_A") || n0=
 iperf_check iperf3-5M.A-to-B.after-neigh-flush "$MB5" -n 5M || true
 n1=$(nt_counters "$NT_IF_A") || n1=
-dp=$(delta "$n0" "$n1" packet_tx_datagrams) || dp=
-du=$(delta "$n0" "$n1" udp_tx_datagrams) || du=
+dp=$(nt_stats_delta "$n0" "$n1" packet_tx_datagrams) || dp=
+du=$(nt_stats_delta "$n0" "$n1" udp_tx_datagrams) || du=
 nt_info "after the flush: packet_tx_datagrams +${dp:-?} of udp_tx_datagrams +${du:-?}"
-nt_check "neigh.packet-tx->=80%-after-the-flush" share_ok "$dp" "$du" 80 || true
+nt_check "neigh.packet-tx->=80%-after-the-flush" nt_share_ok "$dp" "$du" 80 || true
 
 # --- 5. A route change: B's outer address by a second veth pair, then back.
 veth2() {
@@ -255,14 +220,14 @@ nt_check route.add-via-second-veth ip -n "$NT_NS_A" route add "$NT_OUT4_B/32" vi
 r0=$(nt_counters "$NT_IF_A") || r0=
 t0_2=$(tx_packets "$NT_NS_A" "$VETH2_A") || t0_2=0
 iperf_check iperf3-10M.A-to-B.via-second-veth "$MB10" -n 10M || true
-need=$(datagrams_needed)
+need=$(nt_datagrams_needed)
 t1_2=$(tx_packets "$NT_NS_A" "$VETH2_A") || t1_2=0
 r1=$(nt_counters "$NT_IF_A") || r1=
-dp=$(delta "$r0" "$r1" packet_tx_datagrams) || dp=
-du=$(delta "$r0" "$r1" udp_tx_datagrams) || du=
+dp=$(nt_stats_delta "$r0" "$r1" packet_tx_datagrams) || dp=
+du=$(nt_stats_delta "$r0" "$r1" udp_tx_datagrams) || du=
 nt_info "via $VETH2_A: its tx_packets +$((t1_2 - t0_2)); packet_tx_datagrams +${dp:-?} of udp_tx_datagrams +${du:-?}; A's endpoint for B: $(nt_peer_field "$NT_NS_A" "$NT_IF_A" 3)"
 nt_check "route.datagrams-left-on-$VETH2_A" test $((t1_2 - t0_2)) -ge "$need" || nt_info "wanted >= $need"
-nt_check "route.packet-tx->=80%-on-the-new-route" share_ok "$dp" "$du" 80 || true
+nt_check "route.packet-tx->=80%-on-the-new-route" nt_share_ok "$dp" "$du" 80 || true
 nt_check route.delete ip -n "$NT_NS_A" route del "$NT_OUT4_B/32" via "$OUT4_B2" dev "$VETH2_A" src "$NT_OUT4_A" || true
 nt_info "A's route to B now: $(ip -n "$NT_NS_A" route get "$NT_OUT4_B" | head -n 1)"
 nt_info "A's UDP sockets: $(ip netns exec "$NT_NS_A" ss -Huan | awk '{ print $4, $5 }' | tr '\n' ';')"
@@ -270,20 +235,77 @@ t0_1=$(tx_packets "$NT_NS_A" "$NT_VETH_A") || t0_1=0
 t0_2=$(tx_packets "$NT_NS_A" "$VETH2_A") || t0_2=0
 r0=$(nt_counters "$NT_IF_A") || r0=
 iperf_check iperf3-10M.A-to-B.back-on-first-veth "$MB10" -n 10M || true
-need=$(datagrams_needed)
+need=$(nt_datagrams_needed)
 r1=$(nt_counters "$NT_IF_A") || r1=
 t1_1=$(tx_packets "$NT_NS_A" "$NT_VETH_A") || t1_1=0
 t1_2=$(tx_packets "$NT_NS_A" "$VETH2_A") || t1_2=0
-dp=$(delta "$r0" "$r1" packet_tx_datagrams) || dp=
-du=$(delta "$r0" "$r1" udp_tx_datagrams) || du=
+dp=$(nt_stats_delta "$r0" "$r1" packet_tx_datagrams) || dp=
+du=$(nt_stats_delta "$r0" "$r1" udp_tx_datagrams) || du=
 nt_info "back: $NT_VETH_A tx_packets +$((t1_1 - t0_1)), $VETH2_A +$((t1_2 - t0_2)); packet_tx_datagrams +${dp:-?} of udp_tx_datagrams +${du:-?}"
 nt_check "route.datagrams-back-on-$NT_VETH_A" test $((t1_1 - t0_1)) -ge "$need" || nt_info "wanted >= $need"
-nt_check "route.packet-tx->=80%-back-on-$NT_VETH_A" share_ok "$dp" "$du" 80 || true
+nt_check "route.packet-tx->=80%-back-on-$NT_VETH_A" nt_share_ok "$dp" "$du" 80 || true
 
-# --- 6. SOLOWG_NO_PACKET_TX=1: A restarted with the packet socket off.
+# --- 6. A shaped uplink: a frame the qdisc refuses costs that frame only. tbf at 30 Mbit/s
+# with a queue of 30,000 bytes (about 20 frames) on A's veth, 100 Mbit/s of UDP into the
+# tunnel for 5 s: most frames meet a full queue, and the qdisc counts each it refuses. A
+# counts in udp_tx_dropped what its sends did not get into the queue; that must be about
+# the qdisc's count, not the rest of every batch a refusal cut short (several times more).
+# The qdisc's count can only be the larger: it also holds what the UDP socket lost there
+# (the kernel reports no ENOBUFS for UDP sockets without IP_RECVERR).
+qdisc_stat() { # NS DEV FIELD: a counter of the root qdisc (drops, packets)
+	tc -n "$1" -s -j qdisc show dev "$2" | jq -r --arg f "$3" '[.[] | select(.root) | .[$f]][0] // empty'
+}
+shape_ok=1
+tc -n "$NT_NS_A" qdisc replace dev "$NT_VETH_A" root tbf rate 30mbit burst 6000 limit 30000 || shape_ok=0
+nt_check shape.tbf-30mbit-20-frame-queue-on-A test "$shape_ok" = 1 || true
+s0=$(nt_counters "$NT_IF_A") || s0=
+q0=$(qdisc_stat "$NT_NS_A" "$NT_VETH_A" drops) || q0=
+k0=$(qdisc_stat "$NT_NS_A" "$NT_VETH_A" packets) || k0=
+name=shape.iperf3-udp-100M-5s.A-to-B-through-the-shaper
+if nt_iperf "$NT_NS_A" "$NT_NS_B" "$NT_IN4_B" -u -b 100M -l 1300 -t 5 && ((NT_IPERF_RECV > 1000000)); then
+	nt_pass "$name" "$NT_IPERF_MBPS Mbit/s"
+else
+	nt_fail "$name" "iperf3: sent=$NT_IPERF_SENT received=$NT_IPERF_RECV"
+fi
+sleep 1 # the queue drains (30,000 bytes at 30 Mbit/s: 8 ms)
+s1=$(nt_counters "$NT_IF_A") || s1=
+q1=$(qdisc_stat "$NT_NS_A" "$NT_VETH_A" drops) || q1=
+k1=$(qdisc_stat "$NT_NS_A" "$NT_VETH_A" packets) || k1=
+nt_info "A's shaper: $(tc -n "$NT_NS_A" -s qdisc show dev "$NT_VETH_A" | tr -s '\n ' ' ')"
+dp=$(nt_stats_delta "$s0" "$s1" packet_tx_datagrams) || dp=
+du=$(nt_stats_delta "$s0" "$s1" udp_tx_datagrams) || du=
+dd=$(nt_stats_delta "$s0" "$s1" udp_tx_dropped) || dd=
+qd=
+qk=
+[[ $q0 =~ ^[0-9]+$ && $q1 =~ ^[0-9]+$ ]] && qd=$((q1 - q0))
+[[ $k0 =~ ^[0-9]+$ && $k1 =~ ^[0-9]+$ ]] && qk=$((k1 - k0))
+nt_info "through the shaper: packet_tx_datagrams +${dp:-?} of udp_tx_datagrams +${du:-?}; A's udp_tx_dropped +${dd:-?}; the qdisc sent +${qk:-?} and dropped +${qd:-?}"
+shape_pkt_ok() { [[ ${du:-0} =~ ^[0-9]+$ ]] && ((du > 10000)) && nt_share_ok "$dp" "$du" 80; }
+nt_check "shape.packet-tx->=80%-of-datagrams" shape_pkt_ok || true
+# The case is only a test if the qdisc refused plenty.
+nt_check shape.qdisc-refused-frames test "${qd:-0}" -ge 500 || true
+# slack: 50 frames or a tenth of the qdisc's count, whichever is more.
+slack() { local t=$((${qd:-0} / 10)); echo $((t > 50 ? t : 50)); }
+at_most_qdisc() { [[ $dd =~ ^[0-9]+$ && $qd =~ ^[0-9]+$ ]] && ((dd <= qd + $(slack))); }
+nt_check "shape.udp_tx_dropped-<=-qdisc-drops+max(50,10%)" at_most_qdisc ||
+	nt_info "A's udp_tx_dropped +${dd:-?}, wanted <= ${qd:-?} + $(slack)"
+# And the refused frames are counted at all (at least half the qdisc's count).
+counted() { [[ $dd =~ ^[0-9]+$ && $qd =~ ^[0-9]+$ ]] && ((dd * 2 >= qd)); }
+nt_check "shape.udp_tx_dropped->=-half-the-qdisc-drops" counted || true
+# The frames after a refused one reach the qdisc too: what it sent and dropped adds up to at
+# least 90% of what A gave its packet socket (a refusal once ended the batch unseen).
+offered() { [[ $dp =~ ^[0-9]+$ && $qd =~ ^[0-9]+$ && $qk =~ ^[0-9]+$ ]] && (((qk + qd) * 10 >= dp * 9)); }
+nt_check "shape.qdisc-saw->=90%-of-the-packet-socket-frames" offered ||
+	nt_info "the qdisc sent and dropped $((${qk:-0} + ${qd:-0})) of ${dp:-?}"
+nt_check shape.remove-the-shaper tc -n "$NT_NS_A" qdisc del dev "$NT_VETH_A" root || true
+nt_check shape.tunnel-up-afterwards nt_wait_ping "$NT_NS_A" "$NT_IN4_B" 10 || true
+
+# --- 7. The default: A restarted without SOLOWG_PACKET_TX (removed from its environment):
+# the same GSO refusal, but every datagram through the UDP socket, and not a word about a
+# packet socket in its log.
 restart_a() {
 	nt_stop_daemon "$NT_IF_A" || return 1
-	NT_WRAP=(env SOLOWG_NO_PACKET_TX=1 "${INJECT[@]}")
+	NT_WRAP=(env -u SOLOWG_PACKET_TX "${INJECT[@]}")
 	nt_start_daemon "$U" "$NT_NS_A" "$NT_IF_A" || return 1
 	NT_WRAP=()
 	nt_config_iface "$NT_NS_A" "$NT_IF_A" pa "$NT_PORT_A" &&
@@ -292,15 +314,21 @@ restart_a() {
 		nt_wait_ping "$NT_NS_A" "$NT_IN4_B" 10
 }
 NT_WRAP=()
-nt_check off.restart-A-with-SOLOWG_NO_PACKET_TX=1 restart_a || true
+nt_check off.restart-A-without-SOLOWG_PACKET_TX restart_a || true
 iperf_check iperf3-10M.A-to-B.packet-tx-off "$MB10" -n 10M || true
 c=$(nt_counters "$NT_IF_A") || c=
 nt_info "A's counters: $c"
 pkt=$(nt_stats_field "$c" packet_tx_datagrams)
 udp=$(nt_stats_field "$c" udp_tx_datagrams)
-# Only the restarted A can log this: it ran without GSO and chose the UDP socket.
-off_logged() { grep -q 'SOLOWG_NO_PACKET_TX=1: every datagram through the UDP socket' "$LOG_A"; }
-nt_check off.no-GSO-and-packet-socket-off-logged off_logged || true
+# The restarted A's part of the log: after the last start line nt_start_daemon wrote.
+last_run_log() { awk '/^===== / { n = 0; delete l; next } { l[++n] = $0 } END { for (i = 1; i <= n; i++) print l[i] }' "$LOG_A"; }
+# It ran without GSO, so the packet path would have been taken had it been on.
+off_gso_logged() { last_run_log | grep -q 'UDP GSO unavailable'; }
+nt_check off.GSO-refused-logged-by-the-restarted-A off_gso_logged || true
+packet_socket_lines() { last_run_log | grep -Ei 'packet[ _-]?socket' || true; }
+off_silent() { [[ -z $(packet_socket_lines) ]]; }
+nt_check off.nothing-logged-about-a-packet-socket off_silent ||
+	nt_info "the restarted A logged: $(packet_socket_lines | head -n 3 | tr '\n' '|')"
 off_ok() { [[ $pkt == 0 && ${udp:-0} -gt 3000 ]]; }
 nt_check off.packet-tx-datagrams-stays-0 off_ok || nt_info "packet_tx_datagrams=${pkt:-missing} udp_tx_datagrams=${udp:-missing}"
 nt_summary

@@ -48,6 +48,8 @@ done
 for u in "${impls[@]}"; do
 	[[ $u == solowg ]] && add_entry gso-fallback "$u"
 	[[ $u == solowg ]] && add_entry packet-tx "$u"
+	[[ $u == solowg ]] && add_entry multi-wan "$u"
+	[[ $u == solowg ]] && add_entry offline-peers "$u"
 	[[ $u == solowg ]] && add_entry shaped-link "$u"
 done
 # OpenWrt mode (UCI, ubus, the netifd handler) is solowg's own.
