@@ -600,3 +600,22 @@ nt_datagrams_needed() {
 	local n=$((NT_IPERF_RECV / 1400))
 	echo $((n > 3000 ? n : 3000))
 }
+
+# nt_start_packet_path_pair IMPL NS_A NS_B [WRAP...]: A with the packet path on
+# (SOLOWG_PACKET_TX=1, under WRAP, e.g. NT_GSO_INJECT), B with the default (the variable
+# removed, whatever the caller's environment holds); the test ends if either fails to start.
+nt_start_packet_path_pair() {
+	local impl=$1 ns_a=$2 ns_b=$3
+	shift 3
+	NT_WRAP=(env SOLOWG_PACKET_TX=1 "$@")
+	nt_check start.A-with-SOLOWG_PACKET_TX=1 nt_start_daemon "$impl" "$ns_a" "$NT_IF_A" || {
+		nt_summary || true
+		exit 1
+	}
+	NT_WRAP=(env -u SOLOWG_PACKET_TX)
+	nt_check start.B nt_start_daemon "$impl" "$ns_b" "$NT_IF_B" || {
+		nt_summary || true
+		exit 1
+	}
+	NT_WRAP=()
+}

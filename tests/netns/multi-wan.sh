@@ -198,17 +198,7 @@ unchanged() { [[ $1 =~ ^[0-9]+$ && $2 =~ ^[0-9]+$ ]] && (($1 == $2)); }
 # --- 2. The daemons: A with the packet path on, under strace where its kernel would not
 # refuse GSO; B with the default (the variable removed from its environment).
 nt_gso_inject "$NS_A" "$B_OUT"
-NT_WRAP=(env SOLOWG_PACKET_TX=1 "${NT_GSO_INJECT[@]}")
-nt_check start.A-with-SOLOWG_PACKET_TX=1 nt_start_daemon "$U" "$NS_A" "$NT_IF_A" || {
-	nt_summary || true
-	exit 1
-}
-NT_WRAP=(env -u SOLOWG_PACKET_TX)
-nt_check start.B nt_start_daemon "$U" "$NS_B" "$NT_IF_B" || {
-	nt_summary || true
-	exit 1
-}
-NT_WRAP=()
+nt_start_packet_path_pair "$U" "$NS_A" "$NS_B" "${NT_GSO_INJECT[@]}"
 configure() {
 	nt_genkey ma && nt_genkey mb &&
 		nt_config_iface "$NS_A" "$NT_IF_A" ma "$NT_PORT_A" &&

@@ -56,17 +56,7 @@ INJECT=("${NT_GSO_INJECT[@]}")
 
 # The packet path is opt-in: A with SOLOWG_PACKET_TX=1, B with the default (the variable
 # removed, whatever the caller's environment holds).
-NT_WRAP=(env SOLOWG_PACKET_TX=1 "${INJECT[@]}")
-nt_check start.A-with-SOLOWG_PACKET_TX=1 nt_start_daemon "$U" "$NT_NS_A" "$NT_IF_A" || {
-	nt_summary || true
-	exit 1
-}
-NT_WRAP=(env -u SOLOWG_PACKET_TX)
-nt_check start.B nt_start_daemon "$U" "$NT_NS_B" "$NT_IF_B" || {
-	nt_summary || true
-	exit 1
-}
-NT_WRAP=()
+nt_start_packet_path_pair "$U" "$NT_NS_A" "$NT_NS_B" "${INJECT[@]}"
 nt_check configure nt_config_pair pa pb v4 || true
 nt_check ping4 nt_wait_ping "$NT_NS_A" "$NT_IN4_B" 10 || true
 
