@@ -92,40 +92,12 @@ rootfs_key=$(printf '%s\n' "$SUITE" "$ARCH" "${GUEST_PKGS[@]}" "${INITRD_MODULES
 # The disk is remade when guest/init.sh or the root file system changes.
 disk_key() { cat "$here/guest/init.sh" "$dir/rootfs.stamp" | sha256sum | cut -c1-16; }
 
-# binfmt_misc makes the kernel run mipsel programs in the chroot through qemu-mipsel-static.
-# The registration line is the one qemu-user-static ships; it is added only for the build
-# when no handler is there, and removed again afterwards.
-binfmt_dir=/proc/sys/fs/binfmt_misc
-binfmt_added=
-binfmt_mounted=0
-binfmt_cleanup() {
-	if [[ -n $binfmt_added && -e $binfmt_dir/$binfmt_added ]]; then
-		echo -1 >"$binfmt_dir/$binfmt_added" || true
-	fi
-	if [[ $binfmt_mounted -eq 1 ]]; then
-		umount "$binfmt_dir" 2>/dev/null || true
-	fi
-}
-binfmt_has_mipsel() {
-	local e
-	for e in "$binfmt_dir"/*; do
-		[[ -f $e && ${e##*/} != status && ${e##*/} != register ]] || continue
-		grep -qx enabled "$e" && grep -q '^interpreter .*mipsel' "$e" && return 0
-	done
-	return 1
-}
-binfmt_setup() {
-	local conf=/usr/lib/binfmt.d/qemu-mipsel.conf line
-	if ! mountpoint -q "$binfmt_dir"; then
-		mount -t binfmt_misc binfmt_misc "$binfmt_dir" || die "cannot mount binfmt_misc"
-		binfmt_mounted=1
-	fi
-	binfmt_has_mipsel && return 0
-	[[ -f $conf ]] || die "$conf missing (qemu-user-static)"
-	line=$(grep -v '^#' "$conf" | head -n 1)
-	printf '%s' "$line" >"$binfmt_dir/register" || die "binfmt_misc registration refused"
-	binfmt_added=$(printf '%s' "$line" | cut -d: -f2)
-}
+# binfmt_misc for the chroot's mipsel programs, shared with concurrent builds; removing a
+# tree that may still have mounts below it.
+# shellcheck source=tests/mips-system/binfmt-share.sh
+. "$here/binfmt-share.sh"
+# shellcheck source=tests/mips-system/remove-tree.sh
+. "$here/remove-tree.sh"
 
 build_rootfs() {
 	local mirror t0 new=$dir/rootfs.new
@@ -133,7 +105,9 @@ build_rootfs() {
 	[[ $mirror =~ ^(https?|file):/ ]] || die "no Debian mirror found in /etc/apt/sources.list* (set SOLOWG_MIPS_MIRROR)"
 	log "debootstrap $SUITE/$ARCH from the host's mirror: ${GUEST_PKGS[*]}"
 	t0=$SECONDS
-	rm -rf "$new" "$rootfs" "$dir/rootfs.stamp" "$dir/disk.stamp"
+	remove_tree "$new"
+	remove_tree "$rootfs"
+	rm -f "$dir/rootfs.stamp" "$dir/disk.stamp"
 	local joined
 	joined=$(
 		IFS=,
@@ -149,11 +123,14 @@ build_rootfs() {
 	mkdir -p "$new/etc/initramfs-tools/conf.d" "$new/usr/share/initramfs-tools/modules.d"
 	printf 'MODULES=list\n' >"$new/etc/initramfs-tools/conf.d/solowg-mips"
 	printf '%s\n' "${INITRD_MODULES[@]}" >"$new/usr/share/initramfs-tools/modules.d/solowg-mips"
-	trap binfmt_cleanup EXIT
+	# On any exit: what the second stage left mounted goes, and so does this build's share
+	# of binfmt_misc.
+	trap 'unmount_below "$new"; binfmt_cleanup' EXIT
 	binfmt_setup
 	chroot "$new" /bin/true || die "the chroot cannot run mipsel programs (binfmt_misc)"
 	timeout 3600 nice chroot "$new" /debootstrap/debootstrap --second-stage >"$dir/debootstrap-2.log" 2>&1 ||
 		die "debootstrap (second stage) failed: see $dir/debootstrap-2.log"
+	unmount_below "$new"
 	binfmt_cleanup
 	trap - EXIT
 	# Downloaded packages and indexes are not needed in the guest.
