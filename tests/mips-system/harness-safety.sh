@@ -42,10 +42,16 @@ mount -t proc proc "$tmp/tree/proc"
 mount -t sysfs sysfs "$tmp/tree/sys"
 mounted_below() { grep -c " $tmp/tree" /proc/self/mounts || true; }
 check tree.mounted-before test "$(mounted_below)" -eq 2
-remove_tree "$tmp/tree"
+check tree.remove_tree-succeeds remove_tree "$tmp/tree"
 check tree.no-mount-left test "$(mounted_below)" -eq 0
 check tree.removed test ! -e "$tmp/tree"
 check tree.host-proc-intact test -r /proc/self/status
+# As image.sh calls it: under `set -euo pipefail`, with nothing mounted below, at top level.
+survives() {
+	bash -c 'set -euo pipefail; . "$1"; unmount_below "$2"; echo survived' sh \
+		"$here/remove-tree.sh" "$tmp/nothing-here" | grep -qx survived
+}
+check tree.unmount_below-under-errexit-and-pipefail survives
 
 # binfmt: a handler line of our own, in qemu-user-static's format.
 magic=$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n' | sed 's/../\\x&/g')

@@ -125,7 +125,7 @@ build_rootfs() {
 	printf '%s\n' "${INITRD_MODULES[@]}" >"$new/usr/share/initramfs-tools/modules.d/solowg-mips"
 	# On any exit: what the second stage left mounted goes, and so does this build's share
 	# of binfmt_misc.
-	trap 'unmount_below "$new"; binfmt_cleanup' EXIT
+	trap 'unmount_below "$dir/rootfs.new"; binfmt_cleanup' EXIT
 	binfmt_setup
 	chroot "$new" /bin/true || die "the chroot cannot run mipsel programs (binfmt_misc)"
 	timeout 3600 nice chroot "$new" /debootstrap/debootstrap --second-stage >"$dir/debootstrap-2.log" 2>&1 ||

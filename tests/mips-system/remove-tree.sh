@@ -8,7 +8,7 @@ unmount_below() {
 	d=$(realpath -m -- "$1")
 	awk '{ print $2 }' /proc/self/mounts | while read -r m; do
 		m=$(printf '%b' "$m") # /proc/self/mounts escapes spaces as \040
-		[[ $m == "$d" || $m == "$d"/* ]] && printf '%s\n' "$m"
+		if [[ $m == "$d" || $m == "$d"/* ]]; then printf '%s\n' "$m"; fi
 	done | sort -r | while read -r m; do
 		umount "$m" 2>/dev/null || umount -l "$m" || true
 	done
@@ -17,6 +17,6 @@ unmount_below() {
 # system (should an unmount have failed).
 remove_tree() {
 	[[ -e $1 ]] || return 0
-	unmount_below "$1"
+	unmount_below "$1" || return 1
 	rm -rf --one-file-system -- "$1"
 }
