@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Whole-system guest profiles for bench/router --profile.
 
-For each long run, the plugin dumped "address instructions" per translated block before and
-after it (prof-NAME.0, prof-NAME.1); the difference, attributed to the symbol holding each
-block's start, is the run's profile. Kernel and module symbols come from the guest's
+For each long run, the plugin dumped "address instructions executions imiss dmiss uncached
+stall" per translated block before and after it (prof-NAME.0, prof-NAME.1); the difference,
+attributed to the symbol holding each block's start, is the run's profile, ordered by the
+modeled cycles (cpu-model.ini's penalties; a block's D-cache misses charged as load misses)
+with the misses that make them. Kernel and module symbols come from the guest's
 /proc/kallsyms (kallsyms-NIC-IMPL.txt; Debian's System.map is a placeholder), solowg's from
 its unstripped ELF (names demangled by c++filt when present). A block is charged whole to
 the symbol its first instruction is in. Where the plugin also counted TLB refills by the
@@ -26,6 +28,9 @@ import struct
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cost  # noqa: E402
+
 
 def long_run_bytes(raw_dir):
     """{nic-impl-topo-dir-rep: bytes} of the long runs from raw.tsv, {} if absent."""
@@ -39,15 +44,20 @@ def long_run_bytes(raw_dir):
     return out
 
 
+# The columns of a block's counts after its address.
+FIELDS = ("insns", "execs", "imiss", "dmiss", "uncached", "stall")
+
+
 def read_prof(path):
-    """{block address: [instructions, executions]}, re-translations of a block summed."""
+    """{block address: [instructions, executions, imiss, dmiss, uncached, stall]},
+    re-translations of a block summed (dumps with fewer columns read as zeros)."""
     counts = {}
     with open(path) as f:
         for line in f:
-            a, n, x = line.split()
-            c = counts.setdefault(int(a, 16), [0, 0])
-            c[0] += int(n)
-            c[1] += int(x)
+            p = line.split()
+            c = counts.setdefault(int(p[0], 16), [0] * len(FIELDS))
+            for i, v in enumerate(p[1:1 + len(FIELDS)]):
+                c[i] += int(v)
     return counts
 
 
@@ -213,20 +223,27 @@ def main():
                 f = line.split()
                 if len(f) >= 6 and "x" in f[1] and f[5].endswith("solowg"):
                     lo, hi = (int(x, 16) for x in f[0].split("-"))
+        model = cost.Model()
+        pen = model.penalty
+
+        def cycles(v):
+            return v[0] + v[5] * pen["stall"] + v[2] * pen["imiss"] + v[3] * pen["dload"] + v[4] * pen["ioload"]
+
         before, after = read_prof(p0), read_prof(p1)
         by_sym, by_space, module_code = {}, {}, {}
         total = 0
         def execs(addr):
             return after.get(addr, (0, 0))[1] - before.get(addr, (0, 0))[1]
+        zero = [0] * len(FIELDS)
 
         # KSEG0 only: EBase is in unmapped low memory; modules (KSEG2) hold page-aligned
         # hot code too (chacha_mips' block function was once taken for the handler).
         pages = [b for b in after if 0x80000000 <= b < 0xA0000000 and b % 4096 == 0 and b + 0x180 in after]
         ebase = max(pages, key=execs, default=None)
         refills = execs(ebase) if ebase is not None else 0
-        for addr, (n, x) in after.items():
-            n0, x0 = before.get(addr, (0, 0))
-            d = n - n0
+        for addr, v1 in after.items():
+            v = [a1 - a0 for a1, a0 in zip(v1, before.get(addr, zero))]
+            d = v[0]
             if d <= 0:
                 continue
             total += d
@@ -250,7 +267,9 @@ def main():
                 space, sym = "user", "(user)"
             by_space[space] = by_space.get(space, 0) + d
             key = f"{space[0]} {sym}"
-            by_sym[key] = by_sym.get(key, 0) + d
+            acc = by_sym.setdefault(key, [0] * len(FIELDS))
+            for i, x in enumerate(v):
+                acc[i] += x
         if not total:
             continue
         split = ", ".join(f"{s} {100 * n / total:.1f}%" for s, n in sorted(by_space.items()))
@@ -268,13 +287,15 @@ def main():
             print()
         # Per byte carried (the long run's bytes, start-up included), so that two
         # implementations' profiles compare symbol by symbol.
-        print("| share | insn/B | where | symbol |")
-        print("|---:|---:|---|---|")
-        for key, n in sorted(by_sym.items(), key=lambda kv: -kv[1])[: a.top]:
+        all_cycles = sum(cycles(v) for v in by_sym.values())
+        print("| cycles share | cycles/B | insn/B | I-miss/KB | D-miss/KB | uncached/KB | where | symbol |")
+        print("|---:|---:|---:|---:|---:|---:|---|---|")
+        per = (lambda x, k=1: f"{k * x / carried:.2f}") if carried else (lambda x, k=1: "-")
+        for key, v in sorted(by_sym.items(), key=lambda kv: -cycles(kv[1]))[: a.top]:
             space, sym = key.split(" ", 1)
             sym = sym.replace("|", "\\|")
-            ipb = f"{n / carried:.2f}" if carried else "-"
-            print(f"| {100 * n / total:.1f}% | {ipb} | {dict(k='kernel', m='module', u='user')[space]} | `{sym[:90]}` |")
+            print(f"| {100 * cycles(v) / all_cycles:.1f}% | {per(cycles(v))} | {per(v[0])} | {per(v[2], 1024)} "
+                  f"| {per(v[3], 1024)} | {per(v[4], 1024)} | {dict(k='kernel', m='module', u='user')[space]} | `{sym[:90]}` |")
         print()
 
 

@@ -1,6 +1,6 @@
 #!/bin/bash
 # One line of the guest's counters for bench/router (run in the guest before and after a
-# measurement): CPU time by kind (USER_HZ ticks), context switches, NIC and tunnel packets,
+# measurement): CPU time by kind (USER_HZ ticks), context switches, NIC and tunnel packets and bytes,
 # UDP errors, page faults, and solowg's own counters when it runs (asked for with SIGUSR1).
 read -r _ user nice system idle iowait irq softirq _ </proc/stat
 printf 'user=%s nice=%s system=%s idle=%s iowait=%s irq=%s softirq=%s' \
@@ -10,7 +10,8 @@ awk '/^pgfault / { printf " pgfault=%s", $2 }' /proc/vmstat
 for d in wan lan wg0; do
 	s=/sys/class/net/$d/statistics
 	[[ -d $s ]] || continue
-	printf ' %s_rx=%s %s_tx=%s' "$d" "$(cat "$s/rx_packets")" "$d" "$(cat "$s/tx_packets")"
+	printf ' %s_rx=%s %s_tx=%s %s_rxb=%s %s_txb=%s' "$d" "$(cat "$s/rx_packets")" "$d" "$(cat "$s/tx_packets")" \
+		"$d" "$(cat "$s/rx_bytes")" "$d" "$(cat "$s/tx_bytes")"
 done
 awk '/^Udp:/ { if (!h) { for (i = 2; i <= NF; i++) k[i] = $i; h = 1 } else for (i = 2; i <= NF; i++)
 	if (k[i] ~ /^(InDatagrams|RcvbufErrors|SndbufErrors|InErrors)$/) printf " udp_%s=%s", k[i], $i }' /proc/net/snmp

@@ -1,0 +1,79 @@
+"""Unit tests of bench/router's cost arithmetic (cost.py, report.py's per-byte model and
+calibrate.py's fit) on synthetic counters whose answer is known."""
+import contextlib
+import io
+import os
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench", "router"))
+import calibrate  # noqa: E402
+import cost  # noqa: E402
+import report  # noqa: E402
+
+
+def line(insns, **ev):
+    return " ".join([str(insns)] + [f"{k}={v}" for k, v in ev.items()])
+
+
+class CostTest(unittest.TestCase):
+    def test_penalties_follow_memory(self):
+        m = cost.Model(memory=100)
+        self.assertEqual(m.penalty["dload"], 100)
+        self.assertEqual(m.penalty["dstore"], 50)
+        self.assertEqual(m.penalty["imiss"], 100)
+        self.assertEqual(m.penalty["stall"], 1)
+
+    def test_cycles_add_up(self):
+        m = cost.Model(memory=10)
+        c = m.cycles(1000, {"stall": 5, "imiss": 2, "dload": 1, "dstore": 2, "refill": 1}, {"frames": 1, "bytes": 64})
+        self.assertEqual(c["insns"], 1000)
+        self.assertEqual(c["icache"], 20)
+        self.assertEqual(c["dcache"], 10 + 2 * 5)
+        self.assertEqual(c["exceptions"], m.penalty["refill"])
+        self.assertEqual(c["dma"], (64 / 32 + 1) * m.dma_line)
+        self.assertAlmostEqual(c["total"], sum(v for k, v in c.items() if k != "total"))
+
+    def test_parse_and_diff(self):
+        a = cost.parse_events(line(100, stall=3, imiss=1))
+        b = cost.parse_events(line(40, stall=1, imiss=1))
+        self.assertEqual(cost.diff(a, b), {"insns": 60, "stall": 2, "imiss": 0})
+
+    def test_per_byte_model_subtracts_the_short_run(self):
+        m = cost.Model(memory=10)
+        snap = "wan_rx={} wan_tx=0 wan_rxb={} wan_txb=0"
+        long_row = {"bytes": "3000", "before": snap.format(0, 0), "after": snap.format(3, 3000),
+                    "model_before": line(0, imiss=0), "model_after": line(9000, imiss=30)}
+        short_row = {"bytes": "1000", "before": snap.format(0, 0), "after": snap.format(1, 1000),
+                     "model_before": line(0, imiss=0), "model_after": line(3000, imiss=10)}
+        r = report.per_byte_model(m, long_row, short_row)
+        # 6,000 instructions, 20 misses x 10 and 2 frames over 2,000 bytes (64 lines + 2) x 4.
+        self.assertAlmostEqual(r["insns"], 3.0)
+        self.assertAlmostEqual(r["icache"], 0.1)
+        self.assertAlmostEqual(r["dma"], (2000 / 32 + 2) * m.dma_line / 2000)
+        self.assertAlmostEqual(r["n_imiss"], 0.01)
+
+
+class FitTest(unittest.TestCase):
+    def test_fit_recovers_the_latency_behind_an_anchor(self):
+        # A loopback whose extra bytes cost 2 instructions and 0.1 load misses each: at a
+        # latency L the model gives 2 + 0.1 L cycles per byte; the R6120 anchor (14.06)
+        # is met at L = 120.6.
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "calib.tsv"), "w") as f:
+                f.write("what\trep\tsize\tbytes\tmodel_before\tmodel_after\n")
+                f.write(f"loopback\t1\t3\t1000\t{line(0, dload=0)}\t{line(2000, dload=100)}\n")
+                f.write(f"loopback\t1\t8\t3000\t{line(0, dload=0)}\t{line(6000, dload=300)}\n")
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                calibrate.main(d)
+            text = out.getvalue()
+        want = (14.06 - 2) / 0.1
+        self.assertIn(f"({want:.0f} cycles)", text)
+        self.assertIn("| self-r6120 |", text)
+        self.assertIn("| 14.1 | +0% |", text)
+
+
+if __name__ == "__main__":
+    unittest.main()
