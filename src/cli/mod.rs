@@ -1,8 +1,11 @@
 //! The command line: `solowg [-f] <ifname>` (the same as wireguard-go's, so `wg-quick` and
 //! scripts can start it through WG_QUICK_USERSPACE_IMPLEMENTATION), `solowg --uci` (OpenWrt
-//! mode, run by procd) and `solowg show`.
+//! mode, run by procd), and `wg`'s `show`, `genkey`, `genpsk` and `pubkey` for routers
+//! without wireguard-tools. Exit status as `wg`'s: 0, 1 for a failure, and usage printed
+//! with 1 for words it does not take.
 #![forbid(unsafe_code)]
 
+mod keys;
 pub mod show;
 
 use crate::log;
@@ -20,8 +23,9 @@ const NOTIFY_ENV: &str = "SOLOWG_NOTIFY_PARENT";
 const USAGE: &str = "\
 Usage: solowg [-f|--foreground] <interface-name>
        solowg --uci [--config-dir DIR] [--uci-bin PATH] [--ubus-bin PATH] [--state-file PATH]
-       solowg show [<interface-name>]
-       solowg --version | --help
+       solowg show [all | interfaces | <interface-name>] [<field> | dump]
+       solowg genkey | genpsk | pubkey
+       solowg help | --version
 
 Creates the TUN interface and serves the WireGuard userspace API on
 /var/run/wireguard/<interface-name>.sock; configure it with wg(8) or wg-quick(8).
@@ -30,7 +34,11 @@ Without -f it detaches once the interface is ready.
 --uci: OpenWrt mode, in the foreground (procd runs it). Serves the ubus object 'solowg'
 (up, down, reload, status, genkey, pubkey, genpsk); netifd's handler brings each
 'proto solowg' interface of DIR/network (default /etc/config) up and down through it.
-show: what `wg show` prints, read from the UAPI sockets; private keys are hidden.
+show: what `wg show` prints, read from the UAPI sockets (root's). Fields: public-key,
+private-key, listen-port, fwmark, peers, preshared-keys, endpoints, allowed-ips,
+latest-handshakes, persistent-keepalive, transfer; `dump` prints them all, tab-separated.
+genkey, genpsk: a new private or preshared key on stdout; pubkey: the public key of the
+private key read from stdin (as `wg`).
 
 Environment:
   LOG_LEVEL=verbose|error|silent   how much to log to stderr (default: info)
@@ -216,16 +224,34 @@ pub fn run(argv: Vec<String>) -> i32 {
     match argv.get(1).map(String::as_str) {
         Some("--uci") => return run_managed(&argv[2..]),
         Some("show") => {
-            return match show::run(argv.get(2).map(String::as_str)) {
-                Ok(text) => {
-                    print!("{text}");
-                    0
+            return match show::run(&argv[2..]) {
+                Ok(shown) => {
+                    print!("{}", shown.text.as_str());
+                    for e in &shown.errors {
+                        eprintln!("solowg show: {e}");
+                    }
+                    i32::from(!shown.errors.is_empty())
                 }
-                Err(e) => {
-                    eprintln!("solowg: {e}");
+                Err(f) if f.usage => {
+                    eprintln!("solowg show: {}\n\n{USAGE}", f.message);
                     1
                 }
+                Err(f) => {
+                    eprintln!("solowg show: {}", f.message);
+                    1
+                }
+            };
+        }
+        Some(cmd @ ("genkey" | "genpsk" | "pubkey")) => {
+            if let Some(extra) = argv.get(2) {
+                eprintln!("solowg {cmd}: unexpected argument '{extra}'\n\n{USAGE}");
+                return 1;
             }
+            return keys::run(cmd);
+        }
+        Some("help") => {
+            print!("{USAGE}");
+            return 0;
         }
         _ => {}
     }
@@ -234,7 +260,7 @@ pub fn run(argv: Vec<String>) -> i32 {
         Ok(None) => return 0,
         Err(e) => {
             eprintln!("solowg: {e}\n\n{USAGE}");
-            return 2;
+            return 1;
         }
     };
     if !args.foreground {

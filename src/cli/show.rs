@@ -1,5 +1,8 @@
-//! `solowg show [INTERFACE]`: what `wg show` prints, read over the UAPI socket, for routers
-//! whose `wg` is built without userspace support. Private keys are never printed.
+//! `solowg show`: what `wg show` prints, read over the UAPI sockets, for routers whose `wg` is
+//! built without userspace support. The same forms as `wg show`: every interface or one, its
+//! summary, one field (`public-key`, `peers`, `transfer`, ...) or `dump`, and `interfaces`.
+//! As with `wg`, the summary hides private and preshared keys; `private-key`,
+//! `preshared-keys` and `dump` print them, to whoever may read the root-only sockets.
 
 use crate::crypto;
 use crate::proto::peer::{base64, key_from_base64_into};
@@ -56,6 +59,77 @@ pub fn get(ifname: &str) -> io::Result<Zeroizing<String>> {
     Ok(Zeroizing::new(String::from_utf8_lossy(&raw).into_owned()))
 }
 
+/// One interface as its `get=1` reply describes it.
+#[derive(Default)]
+pub struct Info {
+    private_key: Option<Zeroizing<[u8; 32]>>,
+    listen_port: u16,
+    fwmark: u32,
+    peers: Vec<PeerInfo>,
+}
+
+#[derive(Default)]
+struct PeerInfo {
+    /// None: the reply's key was not 64 hex digits.
+    public_key: Option<[u8; 32]>,
+    /// None: no preshared key (all zeros in the reply).
+    preshared_key: Option<Zeroizing<[u8; 32]>>,
+    endpoint: Option<String>,
+    allowed_ips: Vec<String>,
+    handshake_sec: u64,
+    rx: u64,
+    tx: u64,
+    keepalive: u16,
+}
+
+fn hex32(v: &str) -> Option<Zeroizing<[u8; 32]>> {
+    let mut k = Zeroizing::new([0u8; 32]);
+    if v.len() != 64 {
+        return None;
+    }
+    for (i, b) in k.iter_mut().enumerate() {
+        *b = u8::from_str_radix(v.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(k)
+}
+
+/// Reads a `get=1` reply; an error for a daemon's errno or a reply cut short.
+pub fn parse(ifname: &str, reply: &str) -> Result<Info, String> {
+    let mut info = Info::default();
+    let mut errno = None;
+    for line in reply.lines() {
+        let Some((k, v)) = line.split_once('=') else {
+            continue;
+        };
+        let peer = info.peers.last_mut();
+        match (k, peer) {
+            ("private_key", _) => info.private_key = hex32(v),
+            ("listen_port", _) => info.listen_port = v.parse().unwrap_or(0),
+            ("fwmark", _) => info.fwmark = v.parse().unwrap_or(0),
+            ("public_key", _) => info.peers.push(PeerInfo {
+                public_key: hex32(v).map(|k| *k),
+                ..PeerInfo::default()
+            }),
+            ("preshared_key", Some(p)) => {
+                p.preshared_key = hex32(v).filter(|k| k.iter().any(|&b| b != 0));
+            }
+            ("endpoint", Some(p)) => p.endpoint = Some(v.to_string()),
+            ("allowed_ip", Some(p)) => p.allowed_ips.push(v.to_string()),
+            ("last_handshake_time_sec", Some(p)) => p.handshake_sec = v.parse().unwrap_or(0),
+            ("rx_bytes", Some(p)) => p.rx = v.parse().unwrap_or(0),
+            ("tx_bytes", Some(p)) => p.tx = v.parse().unwrap_or(0),
+            ("persistent_keepalive_interval", Some(p)) => p.keepalive = v.parse().unwrap_or(0),
+            ("errno", _) => errno = v.parse::<i32>().ok(),
+            _ => {}
+        }
+    }
+    match errno {
+        Some(0) => Ok(info),
+        Some(e) => Err(format!("{ifname}: {}", io::Error::from_raw_os_error(e))),
+        None => Err(format!("{ifname}: incomplete reply")),
+    }
+}
+
 fn ago(secs: u64) -> String {
     let units = [
         ("day", 86400),
@@ -104,101 +178,193 @@ fn bytes(n: u64) -> String {
     format!("{}.{:02} {}", hundredths / 100, hundredths % 100, UNITS[i])
 }
 
-/// Renders a `get=1` reply like `wg show`.
-pub fn render(ifname: &str, reply: &str, now_unix: u64) -> Result<String, String> {
+fn key_text(k: Option<&[u8; 32]>) -> String {
+    k.map_or_else(|| "(invalid)".into(), |k| base64(k))
+}
+
+fn public_of(info: &Info) -> Option<String> {
+    info.private_key
+        .as_ref()
+        .map(|k| base64(&crypto::public_key(k)))
+}
+
+/// The summary, as `wg show` prints it (keys hidden).
+pub fn pretty(ifname: &str, info: &Info, now_unix: u64) -> String {
     let mut out = String::new();
-    let mut errno = None;
-    let mut peer_open = false;
-    let mut hs = 0u64;
-    let mut rx = 0u64;
-    let mut tx = 0u64;
-    let flush = |out: &mut String, open: bool, hs: u64, rx: u64, tx: u64| {
-        if !open {
-            return;
+    let _ = writeln!(out, "interface: {ifname}");
+    if let Some(public) = public_of(info) {
+        let _ = writeln!(out, "  public key: {public}");
+        let _ = writeln!(out, "  private key: (hidden)");
+    }
+    if info.listen_port != 0 {
+        let _ = writeln!(out, "  listening port: {}", info.listen_port);
+    }
+    if info.fwmark != 0 {
+        let _ = writeln!(out, "  fwmark: 0x{:x}", info.fwmark);
+    }
+    for p in &info.peers {
+        let _ = writeln!(out, "\npeer: {}", key_text(p.public_key.as_ref()));
+        if p.preshared_key.is_some() {
+            let _ = writeln!(out, "  preshared key: (hidden)");
         }
-        if hs != 0 {
+        if let Some(e) = &p.endpoint {
+            let _ = writeln!(out, "  endpoint: {e}");
+        }
+        let ips = if p.allowed_ips.is_empty() {
+            "(none)".to_string()
+        } else {
+            p.allowed_ips.join(", ")
+        };
+        let _ = writeln!(out, "  allowed ips: {ips}");
+        if p.handshake_sec != 0 {
             let _ = writeln!(
                 out,
                 "  latest handshake: {}",
-                ago(now_unix.saturating_sub(hs))
+                ago(now_unix.saturating_sub(p.handshake_sec))
             );
         }
-        if rx != 0 || tx != 0 {
+        if p.rx != 0 || p.tx != 0 {
             let _ = writeln!(
                 out,
                 "  transfer: {} received, {} sent",
-                bytes(rx),
-                bytes(tx)
+                bytes(p.rx),
+                bytes(p.tx)
             );
         }
-    };
-    let _ = writeln!(out, "interface: {ifname}");
-    for line in reply.lines() {
-        let Some((k, v)) = line.split_once('=') else {
-            continue;
-        };
-        match k {
-            "private_key" => {
-                let mut key = Zeroizing::new([0u8; 32]);
-                let mut hex_ok = v.len() == 64;
-                for (i, b) in key.iter_mut().enumerate() {
-                    match v.get(2 * i..2 * i + 2).map(|h| u8::from_str_radix(h, 16)) {
-                        Some(Ok(x)) => *b = x,
-                        _ => hex_ok = false,
-                    }
-                }
-                if hex_ok {
-                    let _ = writeln!(out, "  public key: {}", base64(&crypto::public_key(&key)));
-                    let _ = writeln!(out, "  private key: (hidden)");
-                }
-            }
-            "listen_port" => {
-                let _ = writeln!(out, "  listening port: {v}");
-            }
-            "fwmark" if v != "0" => {
-                let _ = writeln!(out, "  fwmark: 0x{:x}", v.parse::<u32>().unwrap_or(0));
-            }
-            "public_key" => {
-                flush(&mut out, peer_open, hs, rx, tx);
-                (hs, rx, tx) = (0, 0, 0);
-                peer_open = true;
-                let mut key = [0u8; 32];
-                let ok = v.len() == 64
-                    && (0..32).all(|i| match u8::from_str_radix(&v[2 * i..2 * i + 2], 16) {
-                        Ok(x) => {
-                            key[i] = x;
-                            true
-                        }
-                        Err(_) => false,
-                    });
-                let shown = if ok { base64(&key) } else { "(invalid)".into() };
-                let _ = writeln!(out, "\npeer: {shown}");
-            }
-            "preshared_key" if peer_open && v.bytes().any(|b| b != b'0') => {
-                let _ = writeln!(out, "  preshared key: (hidden)");
-            }
-            "endpoint" if peer_open => {
-                let _ = writeln!(out, "  endpoint: {v}");
-            }
-            "allowed_ip" if peer_open => {
-                let _ = writeln!(out, "  allowed ips: {v}");
-            }
-            "last_handshake_time_sec" => hs = v.parse().unwrap_or(0),
-            "rx_bytes" => rx = v.parse().unwrap_or(0),
-            "tx_bytes" => tx = v.parse().unwrap_or(0),
-            "persistent_keepalive_interval" if v != "0" => {
-                let _ = writeln!(out, "  persistent keepalive: every {v} seconds");
-            }
-            "errno" => errno = v.parse::<i32>().ok(),
-            _ => {}
+        if p.keepalive != 0 {
+            let _ = writeln!(out, "  persistent keepalive: every {} seconds", p.keepalive);
         }
     }
-    flush(&mut out, peer_open, hs, rx, tx);
-    match errno {
-        Some(0) => Ok(out),
-        Some(e) => Err(format!("{ifname}: {}", io::Error::from_raw_os_error(e))),
-        None => Err(format!("{ifname}: incomplete reply")),
+    out
+}
+
+/// What `wg show <interface> <field>` can ask for.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Field {
+    PublicKey,
+    PrivateKey,
+    ListenPort,
+    Fwmark,
+    Peers,
+    PresharedKeys,
+    Endpoints,
+    AllowedIps,
+    LatestHandshakes,
+    PersistentKeepalive,
+    Transfer,
+    Dump,
+}
+
+impl Field {
+    pub fn parse(s: &str) -> Option<Field> {
+        Some(match s {
+            "public-key" => Field::PublicKey,
+            "private-key" => Field::PrivateKey,
+            "listen-port" => Field::ListenPort,
+            "fwmark" => Field::Fwmark,
+            "peers" => Field::Peers,
+            "preshared-keys" => Field::PresharedKeys,
+            "endpoints" => Field::Endpoints,
+            "allowed-ips" => Field::AllowedIps,
+            "latest-handshakes" => Field::LatestHandshakes,
+            "persistent-keepalive" => Field::PersistentKeepalive,
+            "transfer" => Field::Transfer,
+            "dump" => Field::Dump,
+            _ => return None,
+        })
     }
+}
+
+/// One field (or `dump`) in `wg show`'s tab-separated form; each line starts with the
+/// interface's name when `prefix` (`wg show all ...`).
+pub fn field(ifname: &str, info: &Info, what: Field, prefix: bool) -> Zeroizing<String> {
+    let mut out = Zeroizing::new(String::new());
+    let lead = if prefix {
+        format!("{ifname}\t")
+    } else {
+        String::new()
+    };
+    let none = || "(none)".to_string();
+    let private = || {
+        info.private_key
+            .as_ref()
+            .map_or_else(none, |k| base64(&k[..]))
+    };
+    let keepalive = |k: u16| {
+        if k == 0 {
+            "off".to_string()
+        } else {
+            k.to_string()
+        }
+    };
+    let fwmark = if info.fwmark == 0 {
+        "off".to_string()
+    } else {
+        format!("0x{:x}", info.fwmark)
+    };
+    match what {
+        Field::PublicKey => {
+            let _ = writeln!(out, "{lead}{}", public_of(info).unwrap_or_else(none));
+        }
+        Field::PrivateKey => {
+            let _ = writeln!(out, "{lead}{}", Zeroizing::new(private()).as_str());
+        }
+        Field::ListenPort => {
+            let _ = writeln!(out, "{lead}{}", info.listen_port);
+        }
+        Field::Fwmark => {
+            let _ = writeln!(out, "{lead}{fwmark}");
+        }
+        Field::Dump => {
+            let _ = writeln!(
+                out,
+                "{lead}{}\t{}\t{}\t{fwmark}",
+                Zeroizing::new(private()).as_str(),
+                public_of(info).unwrap_or_else(none),
+                info.listen_port
+            );
+        }
+        _ => {}
+    }
+    for p in &info.peers {
+        let key = key_text(p.public_key.as_ref());
+        let psk = Zeroizing::new(
+            p.preshared_key
+                .as_ref()
+                .map_or_else(none, |k| base64(&k[..])),
+        );
+        let endpoint = p.endpoint.clone().unwrap_or_else(none);
+        let ips = |sep: &str| {
+            if p.allowed_ips.is_empty() {
+                none()
+            } else {
+                p.allowed_ips.join(sep)
+            }
+        };
+        let _ = match what {
+            Field::Peers => writeln!(out, "{lead}{key}"),
+            Field::PresharedKeys => writeln!(out, "{lead}{key}\t{}", psk.as_str()),
+            Field::Endpoints => writeln!(out, "{lead}{key}\t{endpoint}"),
+            Field::AllowedIps => writeln!(out, "{lead}{key}\t{}", ips(" ")),
+            Field::LatestHandshakes => writeln!(out, "{lead}{key}\t{}", p.handshake_sec),
+            Field::PersistentKeepalive => {
+                writeln!(out, "{lead}{key}\t{}", keepalive(p.keepalive))
+            }
+            Field::Transfer => writeln!(out, "{lead}{key}\t{}\t{}", p.rx, p.tx),
+            Field::Dump => writeln!(
+                out,
+                "{lead}{key}\t{}\t{endpoint}\t{}\t{}\t{}\t{}\t{}",
+                psk.as_str(),
+                ips(","),
+                p.handshake_sec,
+                p.rx,
+                p.tx,
+                keepalive(p.keepalive)
+            ),
+            _ => Ok(()),
+        };
+    }
+    out
 }
 
 /// Validates a base64 key argument (used by the ubus `pubkey` method too).
@@ -207,58 +373,224 @@ pub fn parse_key(s: &str) -> Option<Zeroizing<[u8; 32]>> {
     key_from_base64_into(s, &mut k).then_some(k)
 }
 
-/// The `show` command: every interface, or the one named.
+/// A `show` that failed: the message and `wg`'s exit status for it.
+pub struct Failure {
+    pub message: String,
+    pub usage: bool,
+}
+
+fn fetch(ifname: &str) -> Result<Info, Failure> {
+    let reply = get(ifname).map_err(|e| Failure {
+        message: match e.kind() {
+            io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused => format!(
+                "Unable to access interface {ifname}: no solowg serves it \
+                 ({} is missing or dead)",
+                iface::socket_path(ifname).display()
+            ),
+            io::ErrorKind::PermissionDenied => format!(
+                "Unable to access interface {ifname}: permission denied (the socket is root's)"
+            ),
+            _ => format!("Unable to access interface {ifname}: {e}"),
+        },
+        usage: false,
+    })?;
+    parse(ifname, &reply).map_err(|message| Failure {
+        message,
+        usage: false,
+    })
+}
+
+/// What `show` printed, and the interfaces it could not read (with `all`, as `wg`, it goes on
+/// past them; the exit status is then 1).
+pub struct Shown {
+    pub text: Zeroizing<String>,
+    pub errors: Vec<String>,
+}
+
+/// The `show` command with the words after it, as `wg show` takes them:
+/// `[all | interfaces | <interface>] [<field> | dump]`. Err for words it does not take, or
+/// an interface named alone that cannot be read.
 #[inline(never)] // not part of the daemon's stack (see `super::run_foreground`)
-pub fn run(which: Option<&str>) -> Result<String, String> {
-    let names = match which {
-        Some(n) => vec![n.to_string()],
-        None => interfaces(),
+pub fn run(args: &[String]) -> Result<Shown, Failure> {
+    let bad = |m: String| Failure {
+        message: m,
+        usage: true,
+    };
+    if args.len() > 2 {
+        return Err(bad(format!("unexpected argument '{}'", args[2])));
+    }
+    let what = match args.get(1) {
+        Some(f) => Some(Field::parse(f).ok_or_else(|| bad(format!("invalid parameter '{f}'")))?),
+        None => None,
+    };
+    let target = args.first().map(String::as_str).unwrap_or("all");
+    if target == "interfaces" {
+        if what.is_some() {
+            return Err(bad("'interfaces' takes no field".into()));
+        }
+        let mut text = Zeroizing::new(interfaces().join(" "));
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        return Ok(Shown {
+            text,
+            errors: Vec::new(),
+        });
+    }
+    let (names, prefix) = if target == "all" {
+        (interfaces(), true)
+    } else {
+        (vec![target.to_string()], false)
     };
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let mut all = Vec::new();
-    for n in names {
-        let reply = get(&n).map_err(|e| format!("{n}: {e}"))?;
-        all.push(render(&n, &reply, now)?);
+    let mut out = Zeroizing::new(String::new());
+    let mut errors = Vec::new();
+    for n in &names {
+        let info = match fetch(n) {
+            Ok(i) => i,
+            Err(f) if prefix => {
+                errors.push(f.message);
+                continue;
+            }
+            Err(f) => return Err(f),
+        };
+        match what {
+            None => {
+                if !out.is_empty() {
+                    out.push('\n');
+                }
+                out.push_str(&pretty(n, &info, now));
+            }
+            Some(f) => out.push_str(&field(n, &info, f, prefix)),
+        }
     }
-    Ok(all.join("\n"))
+    Ok(Shown { text: out, errors })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn renders_like_wg_show_and_hides_keys() {
-        let private = "e84b5a6d2717c1003a13b431570353dbaca9146cf150c5f8575680feba52027a";
-        let reply = format!(
-            "private_key={private}\nlisten_port=51820\nfwmark=0\n\
-             public_key=b85996fecc9c7f1fc6d2572a76eda11d59bcd20be8e543b15ce4bd85a8e75a33\n\
-             preshared_key=188515093e952f5f22e865cef3012e72f8b5f0b598ac0309d5dacce3b70fcf52\n\
+    const PRIVATE: &str = "e84b5a6d2717c1003a13b431570353dbaca9146cf150c5f8575680feba52027a";
+    const PEER: &str = "b85996fecc9c7f1fc6d2572a76eda11d59bcd20be8e543b15ce4bd85a8e75a33";
+    const PSK: &str = "188515093e952f5f22e865cef3012e72f8b5f0b598ac0309d5dacce3b70fcf52";
+
+    fn reply() -> String {
+        format!(
+            "private_key={PRIVATE}\nlisten_port=51820\nfwmark=0\n\
+             public_key={PEER}\npreshared_key={PSK}\n\
              endpoint=192.0.2.1:51820\nlast_handshake_time_sec=1000\nlast_handshake_time_nsec=0\n\
              rx_bytes=2048\ntx_bytes=100\npersistent_keepalive_interval=25\n\
-             allowed_ip=10.0.0.2/32\nprotocol_version=1\nerrno=0\n\n"
-        );
-        let text = render("wg0", &reply, 1034).unwrap();
+             allowed_ip=10.0.0.2/32\nallowed_ip=fd00::2/128\nprotocol_version=1\n\
+             public_key={}\npreshared_key={}\nprotocol_version=1\nerrno=0\n\n",
+            "11".repeat(32),
+            "0".repeat(64)
+        )
+    }
+
+    fn b64(hex: &str) -> String {
+        base64(&hex32(hex).unwrap()[..])
+    }
+
+    #[test]
+    fn renders_like_wg_show_and_hides_keys() {
+        let info = parse("wg0", &reply()).unwrap();
+        let text = pretty("wg0", &info, 1034);
         assert!(text.contains("interface: wg0"));
         assert!(text.contains("private key: (hidden)"));
         assert!(text.contains("preshared key: (hidden)"));
-        assert!(!text.contains(private));
-        assert!(!text.contains("188515093e"));
+        assert!(!text.contains(PRIVATE) && !text.contains(&b64(PRIVATE)[..40]));
+        assert!(!text.contains("188515093e") && !text.contains(&b64(PSK)));
         assert!(text.contains("latest handshake: 34 seconds ago"), "{text}");
         assert!(
             text.contains("transfer: 2.00 KiB received, 100 B sent"),
             "{text}"
         );
         assert!(text.contains("persistent keepalive: every 25 seconds"));
-        assert!(text.contains("allowed ips: 10.0.0.2/32"));
+        // As wg: one line, comma-separated; a peer without any says so.
+        assert!(
+            text.contains("allowed ips: 10.0.0.2/32, fd00::2/128\n"),
+            "{text}"
+        );
+        assert!(text.contains("allowed ips: (none)\n"), "{text}");
+    }
+
+    #[test]
+    fn fields_and_dump_follow_wg() {
+        let info = parse("wg0", &reply()).unwrap();
+        let public = base64(&crypto::public_key(&hex32(PRIVATE).unwrap()));
+        let (peer, peer2, psk) = (b64(PEER), b64(&"11".repeat(32)), b64(PSK));
+        let f = |w| field("wg0", &info, w, false).to_string();
+        assert_eq!(f(Field::PublicKey), format!("{public}\n"));
+        assert_eq!(f(Field::PrivateKey), format!("{}\n", b64(PRIVATE)));
+        assert_eq!(f(Field::ListenPort), "51820\n");
+        assert_eq!(f(Field::Fwmark), "off\n");
+        assert_eq!(f(Field::Peers), format!("{peer}\n{peer2}\n"));
+        assert_eq!(
+            f(Field::PresharedKeys),
+            format!("{peer}\t{psk}\n{peer2}\t(none)\n")
+        );
+        assert_eq!(
+            f(Field::AllowedIps),
+            format!("{peer}\t10.0.0.2/32 fd00::2/128\n{peer2}\t(none)\n")
+        );
+        assert_eq!(
+            f(Field::Endpoints),
+            format!("{peer}\t192.0.2.1:51820\n{peer2}\t(none)\n")
+        );
+        assert_eq!(
+            f(Field::LatestHandshakes),
+            format!("{peer}\t1000\n{peer2}\t0\n")
+        );
+        assert_eq!(
+            f(Field::Transfer),
+            format!("{peer}\t2048\t100\n{peer2}\t0\t0\n")
+        );
+        assert_eq!(
+            f(Field::PersistentKeepalive),
+            format!("{peer}\t25\n{peer2}\toff\n")
+        );
+        assert_eq!(
+            f(Field::Dump),
+            format!(
+                "{}\t{public}\t51820\toff\n\
+                 {peer}\t{psk}\t192.0.2.1:51820\t10.0.0.2/32,fd00::2/128\t1000\t2048\t100\t25\n\
+                 {peer2}\t(none)\t(none)\t(none)\t0\t0\t0\toff\n",
+                b64(PRIVATE)
+            )
+        );
+        let all = field("wg0", &info, Field::ListenPort, true).to_string();
+        assert_eq!(all, "wg0\t51820\n");
+        assert_eq!(Field::parse("dump"), Some(Field::Dump));
+        assert_eq!(Field::parse("bogus"), None);
+    }
+
+    #[test]
+    fn bad_words_are_usage_errors() {
+        let words = |w: &[&str]| w.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let e = run(&words(&["wg0", "bogus"])).err().unwrap();
+        assert!(e.usage && e.message.contains("bogus"));
+        let e = run(&words(&["wg0", "dump", "more"])).err().unwrap();
+        assert!(e.usage && e.message.contains("more"));
+        let e = run(&words(&["interfaces", "dump"])).err().unwrap();
+        assert!(e.usage);
+        // A name no daemon serves: said so, not a usage error.
+        let e = run(&words(&["swg-no-such-if"])).err().unwrap();
+        assert!(
+            !e.usage && e.message.contains("swg-no-such-if"),
+            "{}",
+            e.message
+        );
     }
 
     #[test]
     fn errno_and_garbage_are_errors_not_panics() {
-        assert!(render("wg0", "errno=19\n\n", 0).is_err());
-        assert!(render("wg0", "garbage\n=\n==\npublic_key=zz\n", 0).is_err());
+        assert!(parse("wg0", "errno=19\n\n").is_err());
+        assert!(parse("wg0", "garbage\n=\n==\npublic_key=zz\n").is_err());
+        let info = parse("wg0", "public_key=zz\nallowed_ip=x\nerrno=0\n").unwrap();
+        assert!(pretty("wg0", &info, 0).contains("peer: (invalid)"));
         assert_eq!(ago(3661), "1 hour, 1 minute, 1 second ago");
     }
 

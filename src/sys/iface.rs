@@ -18,6 +18,30 @@ pub fn socket_path(ifname: &str) -> PathBuf {
     PathBuf::from(SOCKET_DIR).join(format!("{ifname}.sock"))
 }
 
+/// Why the TUN could not be made, in the words a user can act on.
+fn tun_error(ifname: &str, e: &io::Error) -> String {
+    let exists = std::path::Path::new("/sys/class/net").join(ifname).exists();
+    let why = match e.raw_os_error() {
+        // The kernel's answers to TUNSETIFF on a name that is taken: by a TUN another
+        // process holds, or by an interface of another kind.
+        Some(libc::EBUSY) => "a TUN of that name is in use by another process (another solowg \
+             or wireguard-go?)"
+            .to_string(),
+        Some(libc::EINVAL) if exists => format!(
+            "an interface of that name exists already and is not a TUN (a kernel WireGuard \
+             one? see `ip link show {ifname}`)"
+        ),
+        Some(libc::EPERM) | Some(libc::EACCES) => {
+            "not permitted: solowg needs CAP_NET_ADMIN (run it as root)".to_string()
+        }
+        Some(libc::ENOENT) | Some(libc::ENODEV) | Some(libc::ENXIO) => {
+            "/dev/net/tun is missing (the tun module, kmod-tun on OpenWrt)".to_string()
+        }
+        _ => e.to_string(),
+    };
+    format!("cannot create TUN {ifname}: {why}")
+}
+
 /// Binds the UAPI socket, refusing if a live daemon already answers on it.
 pub fn open_uapi(ifname: &str) -> io::Result<UnixListener> {
     let dir = PathBuf::from(SOCKET_DIR);
@@ -57,7 +81,7 @@ fn set_umask(mask: libc::mode_t) -> libc::mode_t {
 /// Creates the TUN `ifname` (left down, MTU `mtu` unless it already had one), binds UDP on
 /// a random port and the UAPI socket. Errors name what failed.
 pub fn open(ifname: &str, mtu: u32) -> Result<(Tun, UdpPair, UnixListener, Device), String> {
-    let tun = Tun::create(ifname, mtu).map_err(|e| format!("cannot create TUN {ifname}: {e}"))?;
+    let tun = Tun::create(ifname, mtu).map_err(|e| tun_error(ifname, &e))?;
     let mtu = tun.mtu().unwrap_or(mtu);
     let rng = Rng::from_os().map_err(|e| format!("no randomness: {e}"))?;
     let mut dev = Device::new(Instant::now(), SystemTime::now(), rng);
