@@ -9,7 +9,7 @@
 //!   `r[j] * 5/4 = r[j] + (r[j] >> 2)` is exact.
 //!
 //! Block functions: `portable::blocks` everywhere, and on `target_arch = "mips"` (both
-//! endiannesses, MIPS32r2) `mips::blocks`, hand-written assembly in `src/asm/poly1305-mips.S`.
+//! endiannesses, MIPS32r2) `mips::blocks`, hand-written assembly in `src/crypto/asm/poly1305-mips.S`.
 //! Both keep the same state invariant (see `State`), so one finalisation serves both.
 //!
 //! Constant time: no branch or index depends on the key, the accumulator or the message
@@ -314,7 +314,7 @@ mod mips {
     use super::State;
 
     extern "C" {
-        /// src/asm/poly1305-mips.S; `len` must be a multiple of 16, `hibit` 0 or 1.
+        /// src/crypto/asm/poly1305-mips.S; `len` must be a multiple of 16, `hibit` 0 or 1.
         fn solowg_poly1305_blocks_mips(st: *mut State, data: *const u8, len: usize, hibit: u32);
     }
 

@@ -1,5 +1,6 @@
-//! UDP sockets: one IPv4 and one IPv6-only socket on the same port (dual stack without
-//! v4-mapped addresses, so endpoints compare cleanly), with fwmark and large buffers.
+//! UDP sockets on one port: per family (IPv4, and IPv6-only: dual stack without v4-mapped
+//! addresses, so endpoints compare cleanly) a data socket and, where the kernel can steer,
+//! a handshake socket beside it (see `UdpPair`); with fwmark and large buffers.
 
 use socket2::{Domain, Protocol, Socket, Type};
 use std::io;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Faults a router sees, injected under traffic, and the secrets check (issue 7, parts 3-4).
+# Faults a router sees, injected under traffic, and the secrets check.
 #
 # Router A runs `solowg --uci` (managed mode, as openwrt.sh: its own ubusd, /etc/config
 # written by the real `uci` CLI, interfaces brought up through our netifd handler under

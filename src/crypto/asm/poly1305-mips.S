@@ -2,11 +2,11 @@
  * Poly1305 block function for MIPS32r2 (o32 ABI), big- and little-endian.
  *
  *   void solowg_poly1305_blocks_mips(struct state *st, const u8 *data, size_t len, u32 hibit);
- *   struct state { u32 h[5]; u32 r[4]; };   -- src/poly1305.rs `State`, radix 2^32
+ *   struct state { u32 h[5]; u32 r[4]; };   -- src/crypto/poly1305.rs `State`, radix 2^32
  *
  * Absorbs len/16 blocks (len a multiple of 16; data of any alignment), each with hibit
  * (0 or 1) at 2^128: h = (h + m + hibit*2^128) * r, partially reduced. Same arithmetic and
- * invariant as portable::blocks in src/poly1305.rs, whose comments carry the bounds:
+ * invariant as portable::blocks in src/crypto/poly1305.rs, whose comments carry the bounds:
  * - on entry to each block the bits of h4 above 2^130 are folded into h0 as 5*(h4>>2);
  * - each product column is one multu + a maddu chain in HI/LO, its carry enters the next
  *   column as "maddu carry, 1" (one instruction; there is no shift of HI:LO);
