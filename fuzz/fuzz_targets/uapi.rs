@@ -66,7 +66,11 @@ fn round_trip(info: &DeviceInfo, now: Instant) {
     write_get_reply(&mut reply, info);
     let text = std::str::from_utf8(&reply).expect("get reply is UTF-8");
     assert!(text.ends_with("errno=0\n\n"));
-    solowg::cli::show::render("wg0", text, 1_700_000_000).expect("wg show renders the reply");
+    let shown = solowg::cli::show::parse("wg0", text).expect("wg show reads the reply");
+    let _ = solowg::cli::show::pretty("wg0", &shown, 1_700_000_000);
+    let dump = solowg::cli::show::field("wg0", &shown, solowg::cli::show::Field::Dump, false);
+    // One line for the interface, one per peer.
+    assert_eq!(dump.lines().count(), 1 + info.peers.len());
 
     let mut set = String::from("set=1\nreplace_peers=true\n");
     for line in text.lines() {
