@@ -28,6 +28,7 @@ fi
 
 sh "$here/npm-deps.sh"
 
+rm -f "$out/port"   # a reused OUTDIR must not hand over an old server's port
 node "$here/serve.js" "$out/port" 2>"$out/serve.log" &
 server=$!
 trap 'kill "$server" 2>/dev/null || true' EXIT
@@ -44,13 +45,18 @@ chrome() {
 	rm -rf "$profile"
 }
 
-declare -A budget=([status]=150000 [status-client]=30000 [status-settings]=8000 [status-readonly]=40000
-	[proto]=3000 [proto-import]=6000 [proto-genkey]=4000)
+declare -A budget=([status]=150000 [status-client]=30000 [status-client-wan]=30000 [status-client-host]=30000
+	[status-settings]=8000 [status-readonly]=40000
+	[proto]=3000 [proto-import]=6000 [proto-genkey]=4000 [proto-advanced]=4000 [proto-legacy]=8000)
 declare -A query=([status]='page=status' [status-client]='page=status&action=client'
+	[status-client-wan]='page=status&action=client&ddns=absent'
+	[status-client-host]='page=status&action=client&ddns=absent&wan=denied'
 	[status-settings]='page=status&action=settings'
 	[status-readonly]='page=status&action=probe&user=readonly&packet_tx=absent'
-	[proto]='page=proto' [proto-import]='page=proto&action=import' [proto-genkey]='page=proto&action=genkey')
-scenarios=(status status-client status-settings status-readonly proto proto-import proto-genkey)
+	[proto]='page=proto' [proto-import]='page=proto&action=import' [proto-genkey]='page=proto&action=genkey'
+	[proto-advanced]='page=proto&action=advanced' [proto-legacy]='page=proto&iface=wg1&action=legacy')
+scenarios=(status status-client status-client-wan status-client-host status-settings status-readonly
+	proto proto-import proto-genkey proto-advanced proto-legacy)
 
 fail=0
 for scenario in "${scenarios[@]}"; do
@@ -63,7 +69,7 @@ for scenario in "${scenarios[@]}"; do
 	fi
 done
 
-for scenario in status status-client status-readonly proto-import; do
+for scenario in status status-client status-readonly proto-import proto-legacy; do
 	chrome --virtual-time-budget="${budget[$scenario]}" --screenshot="$out/$scenario.png" "$base?${query[$scenario]}" >/dev/null
 	[[ -s $out/$scenario.png ]] && echo "screenshot $out/$scenario.png"
 done

@@ -39,14 +39,25 @@ if (scenario.startsWith('status')) {
 	check(count(/class="tr solowg-peer"/g) === 3, 'three peer rows');
 	for (const k of Object.values(keys)) check(html.includes(`data-public-key="${k}"`), `row for ${k}`);
 	check(count(/solowg-badge solowg-online/g) === 1, 'one online badge (phone, 34 s)');
-	check(count(/solowg-badge solowg-stale/g) === 2, 'two stale badges (15 min, never)');
+	check(count(/solowg-badge solowg-stale/g) === 1, 'one stale badge (laptop, 15 min)');
+	check(count(/solowg-badge solowg-never/g) === 1, 'one never-connected badge (office, no handshake)');
+	const officeRow = (html.split(`data-public-key="${keys.office}"`)[1] || '').split('</tr>')[0];
+	check(/class="solowg-badge solowg-never"[^>]*>never connected</.test(officeRow), 'the peer without a handshake is badged "never connected", not "stale"');
 	check(html.includes('>34 s ago<'), 'handshake age "34 s ago"');
-	check(html.includes('>15 min ago<') && html.includes('>Never<'), 'ages "15 min ago" and "Never"');
+	check(html.includes('>15 min ago<'), 'age "15 min ago"');
+	check(/<span class="solowg-age" title="">(<\/span>)/.test(officeRow), 'no age next to "never connected"');
 	check(count(/<svg class="solowg-graph"/g) === 3, 'a rate graph per peer');
 	check(html.includes('Phone &lt;b&gt;Anna&lt;/b&gt;') && !html.includes('<b>Anna</b>'), 'description shown as text, not HTML');
 	check(html.includes('fd00::2/128') && html.includes('192.168.50.0/24'), 'allowed IPs shown');
 	check(html.includes('198.51.100.7:40112') && html.includes('laptop.example.net'), 'endpoints shown');
-	check(html.includes('no_session: 2'), 'drop counters shown');
+	// drop counters: a short text each, the daemon's name in the tooltip
+	const drop = (reason) => (new RegExp(`<div class="solowg-drop" data-reason="${reason}" title="${reason}">([^<]*)</div>`).exec(html) || [])[1];
+	check(drop('unknown_index') === 'No matching session: 2', `unknown_index shown as text with its name as tooltip (${drop('unknown_index')})`);
+	check(drop('disallowed_source') === "Source not in the peer's allowed IPs: 7" || drop('disallowed_source') === 'Source not in the peer&#39;s allowed IPs: 7',
+		`disallowed_source shown as text (${drop('disallowed_source')})`);
+	check(drop('some_future_reason') === 'some_future_reason: 1', 'a reason the page does not know is shown by its name');
+	check(drop('bad_mac1') === undefined, 'a zero counter is not shown');
+	check(!/>[^<]*\bunknown_index\b[^<]*</.test(html), 'the internal name unknown_index appears only in attributes');
 	check(/<div class="cbi-map" data-config="solowg"/.test(html) && html.includes('Daemon settings'), 'daemon settings map rendered');
 	check(/<input[^>]*type="checkbox"[^>]*data-option="packet_tx"/.test(settingsMap), 'packet_tx checkbox in the settings');
 	check(/<select[^>]*data-option="log_level"/.test(settingsMap) && ['info', 'verbose', 'error', 'silent'].every((v) => settingsMap.includes(`<option value="${v}">`)),
@@ -54,7 +65,7 @@ if (scenario.startsWith('status')) {
 	check(settingsMap.includes('no netfilter output or postrouting rule') && settingsMap.includes('Takes effect when the solowg service restarts'),
 		'packet_tx description says what it bypasses and when it applies');
 	const polls = log.calls.filter((c) => c === 'solowg.status').length;
-	if (scenario === 'status' || scenario === 'status-settings' || scenario === 'status-client') {
+	if (scenario === 'status' || scenario === 'status-settings' || scenario.startsWith('status-client')) {
 		check(log.nodespec && log.nodespec.satisfied && !log.nodespec.readonly, `root: page node writable (${JSON.stringify(log.nodespec)})`);
 		check(elements('solowg-client-button').length === 3, 'a client configuration button per peer');
 		check(elements('cbi-button-reload').length === 1, 'Reload button');
@@ -99,7 +110,7 @@ if (scenario.startsWith('status')) {
 		// refused by uhttpd already (no ubus uci set), else by rpcd (no uci solowg write)
 		check(/^denied: .*(Access|Permission) denied/.test(p.uci_save_solowg || ''), `ACL: saving solowg denied (${p.uci_save_solowg})`);
 	}
-	if (scenario !== 'status-client') {
+	if (!scenario.startsWith('status-client')) {
 		// Outside the client dialog no key but a public one may reach the DOM.
 		for (const [what, k] of Object.entries(secrets))
 			check(!html.includes(k), `no ${what} in the DOM`);
@@ -114,7 +125,7 @@ if (scenario.startsWith('status')) {
 		const pts = ((row.match(/class="solowg-graph-rx" points="([^"]*)"/) || [])[1] || '').trim().split(/\s+/);
 		check(pts.length >= 5, `rx polyline of the phone has >= 5 points (got ${pts.length})`);
 		check(new Set(pts.map((p) => p.split(',')[1])).size > 1, 'rx polyline is not flat (rates vary)');
-	} else if (scenario === 'status-client') {
+	} else if (scenario.startsWith('status-client')) {
 		check(log.calls.includes('solowg.genkey'), 'genkey called for a peer without a stored client key');
 		check(html.includes('class="solowg-client-conf"'), 'client configuration text shown');
 		check(/\[Interface\]\s*PrivateKey = N7PSIOm5iWAbde95IDxLXufnUWsJvml7AxokR4lLssA=/.test(html), 'fresh private key in the client config');
@@ -125,22 +136,80 @@ if (scenario.startsWith('status')) {
 		const qr = readQr();
 		check(qr.ok, `the QR code in the modal reads back as the configuration shown, at level M (${qr.why})`);
 		check(html.includes('solowg-download'), 'Download button');
+		check(!html.includes('ddns-secret'), 'no DDNS password in the DOM');
+		// The endpoint's default: DDNS name, else WAN address, else the browser's host
+		const want = {
+			'status-client': ['ddns', 'home.example.org:51820', 'From the dynamic DNS service home_v4.'],
+			'status-client-wan': ['wan', '203.0.113.45:51820', 'The current IPv4 address of the WAN interface.'],
+			'status-client-host': ['browser', '127.0.0.1:51820', 'The address this page was opened with'],
+		}[scenario];
+		const ep = /<input[^>]*class="[^"]*solowg-client-endpoint[^"]*"[^>]*>/.exec(html);
+		const attr = (el, name) => el && (new RegExp(` ${name}="([^"]*)"`).exec(el[0]) || [])[1];
+		check(attr(ep, 'data-source') === want[0] && attr(ep, 'value') === want[1],
+			`endpoint default ${want[1]} from ${want[0]} (got ${attr(ep, 'value')} from ${attr(ep, 'data-source')})`);
+		check(html.includes(`Endpoint = ${want[1]}`), `client config has Endpoint = ${want[1]}`);
+		check((/class="cbi-value-description solowg-endpoint-source">([^<]*)</.exec(html) || [])[1]?.startsWith(want[2]), 'the endpoint\'s source is explained');
+		const dns = /<input[^>]*class="[^"]*solowg-client-dns[^"]*"[^>]*>/.exec(html);
+		check(attr(dns, 'value') === '192.168.1.1' && html.includes('DNS = 192.168.1.1'), `DNS defaults to the LAN address (got ${attr(dns, 'value')})`);
+		if (scenario === 'status-client') {
+			check(log.uci_loads.includes('ddns'), `ddns read (${JSON.stringify(log.uci_loads)})`);
+		} else {
+			check(log.uci_loads.includes('ddns denied'), `ddns not readable without luci-app-ddns's group (${JSON.stringify(log.uci_loads)})`);
+		}
+		if (scenario === 'status-client-host')
+			check(log.denied.includes('network.interface.wan.status'), `wan status refused by the trimmed ACL (${JSON.stringify(log.denied)})`);
+		else
+			check(log.calls.includes('network.interface.wan.status') && !log.denied.includes('network.interface.wan.status'), 'wan status asked and allowed');
 	}
 }
 
 if (scenario.startsWith('proto')) {
 	check(html.includes('data-option="private_key"') && html.includes('data-option="_public_key"'), 'private and public key fields');
-	for (const o of ['listen_port', 'addresses', 'mtu', 'fwmark', '_generate_key', '_import'])
+	for (const o of ['listen_port', 'addresses', 'mtu', 'fwmark', '_generate_key', '_import', 'nohostroute', 'tunlink', 'ip6prefix'])
 		check(html.includes(`data-option="${o}"`), `interface option ${o}`);
 	for (const o of ['disabled', 'description', 'public_key', 'preshared_key', '_generate_psk', 'allowed_ips',
 		'route_allowed_ips', 'endpoint_host', 'endpoint_port', 'persistent_keepalive'])
 		check(html.includes(`data-option="${o}"`), `peer option ${o}`);
-	check(html.includes('data-type="solowg_wg0"'), 'peer grid of type solowg_wg0');
+	const ifname = log.iface || 'wg0';
+	check(html.includes(`data-type="solowg_${ifname}"`), `peer grid of type solowg_${ifname}`);
+	// the grid of kernel WireGuard's peer type is drawn only where there are such peers
+	check(html.includes(`data-type="wireguard_${ifname}"`) === (ifname === 'wg1'), `wireguard_${ifname} grid ${ifname === 'wg1' ? 'shown' : 'absent'}`);
+	// the advanced options sit on the advanced tab
+	const advancedTab = (html.split('data-tab="advanced"')[1] || '').split('</fieldset>')[0];
+	for (const o of ['nohostroute', 'tunlink', 'ip6prefix'])
+		check(advancedTab.includes(`data-option="${o}"`), `${o} on the advanced tab`);
 	check(log.i18n && log.package && log.package.every((p) => p === 'solowg'), 'getI18n/getPackageName/getOpkgPackage');
 	check(log.calls.includes('solowg.pubkey'), 'public key derived through ubus pubkey');
 	const rows = count(/class="tr cbi-section-table-row"/g);
 	if (scenario === 'proto') check(rows === 3, `three peer rows from UCI (got ${rows})`);
 	if (scenario === 'proto-genkey') check(log.calls.includes('solowg.genkey'), 'Generate calls ubus genkey');
+	if (scenario === 'proto-advanced') {
+		const before = log.advanced_before || {}, saved = log.advanced_saved || {};
+		check(!('nohostroute' in before) && !('tunlink' in before) && !('ip6prefix' in before), 'wg0 starts without the advanced options');
+		check(saved.nohostroute === '1', `nohostroute saved as 1 (${saved.nohostroute})`);
+		check(saved.tunlink === 'wan', `tunlink saved as wan (${saved.tunlink})`);
+		check(JSON.stringify(saved.ip6prefix) === JSON.stringify(['fd00:10::/48']), `ip6prefix saved as a list (${JSON.stringify(saved.ip6prefix)})`);
+		check(saved.listen_port === '51820' && saved.private_key === before.private_key, 'other options unchanged');
+		check(log.uci_saves >= 1 && log.uci_saved.every((c) => c === 'network'), `saved network (${JSON.stringify(log.uci_saved)})`);
+	}
+	if (scenario === 'proto-legacy') {
+		check(log.legacy_row === true && log.legacy_rows_before === 1 && log.solowg_rows_before === 0,
+			`the wireguard_wg1 peer is listed (rows: ${log.legacy_rows_before} wireguard_wg1, ${log.solowg_rows_before} solowg_wg1)`);
+		const saved = log.legacy_saved || {};
+		check(saved['.type'] === 'wireguard_wg1' && saved.description === 'Tablet (edited)' && saved.endpoint_port === '51999',
+			`edit saved to the wireguard_wg1 section (${JSON.stringify(saved)})`);
+		check(saved.public_key === keys.laptop && saved.endpoint_host === 'tablet.example.net' && JSON.stringify(saved.allowed_ips) === JSON.stringify(['10.1.0.2/32']),
+			'the rest of the section unchanged');
+		check(log.legacy_row_after_save === 'Tablet (edited)', 'the grid shows the saved description');
+		const net = log.uci_after_import || {};
+		const legacy = Object.values(net).filter((s) => s['.type'] === 'wireguard_wg1');
+		const ours = Object.values(net).filter((s) => s['.type'] === 'solowg_wg1');
+		check(legacy.length === 0, `import with "remove" deleted the wireguard_wg1 peer (left: ${legacy.length})`);
+		check(ours.length === 2, `the file's two peers are solowg_wg1 sections (got ${ours.length})`);
+		check(Object.values(net).filter((s) => s['.type'] === 'solowg_wg0').length === 3, "wg0's peers untouched");
+		check(rows === 2, `two peer rows after the import (got ${rows})`);
+		check(html.includes('No peers left from kernel WireGuard.'), 'the emptied wireguard_wg1 grid says so');
+	}
 	if (scenario === 'proto-import') {
 		check(rows === 2, `import replaced the peers with the file's two (got ${rows})`);
 		const net = log.uci_after_import || {};

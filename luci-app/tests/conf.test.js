@@ -386,6 +386,108 @@ test('formatAge, formatHandshake and isOnline', () => {
 	assert.equal(conf.isOnline(Math.floor(Date.now() / 1000) - 2), true);   // now defaults to the clock
 });
 
+test('peerState: online, stale, never connected', () => {
+	const now = 1764500000;
+	assert.equal(conf.peerState(now - 34, now), 'online');
+	assert.equal(conf.peerState(now - 179, now), 'online');
+	assert.equal(conf.peerState(now - 180, now), 'stale');
+	assert.equal(conf.peerState(now - 900, now), 'stale');
+	// latest_handshake 0: the peer never completed a handshake, which is no "stale"
+	assert.equal(conf.peerState(0, now), 'never');
+	assert.equal(conf.peerState(null, now), 'never');
+	assert.equal(conf.peerState(undefined, now), 'never');
+	// a clock behind the daemon's: age 0, online
+	assert.equal(conf.peerState(now + 5, now), 'online');
+});
+
+// DropReason::name() of the daemon, read from its source when the checkout has it.
+const fs = require('node:fs');
+const path = require('node:path');
+const deviceRs = path.resolve(__dirname, '../../src/proto/device.rs');
+
+test('dropReasonText: a short text for every drop counter the daemon reports', { skip: fs.existsSync(deviceRs) ? false : `${deviceRs} not in this checkout` }, () => {
+	const src = fs.readFileSync(deviceRs, 'utf8');
+	const body = (/pub fn name\(self\) -> &'static str \{([\s\S]*?)\n    \}/.exec(src) || [])[1];
+	assert.ok(body, 'DropReason::name found in src/proto/device.rs');
+	const names = [...body.matchAll(/DropReason::\w+ => "([a-z0-9_]+)"/g)].map((m) => m[1]);
+	const all = (/pub const ALL: \[DropReason; (\d+)\]/.exec(src) || [])[1];
+	assert.equal(names.length, +all, `every reason of DropReason::ALL has a name (${names.length} of ${all})`);
+	assert.deepEqual(Object.keys(conf.dropReasons()).sort(), names.slice().sort(), 'the page knows exactly the daemon\'s reasons');
+	const texts = new Set();
+	for (const n of names) {
+		const t = conf.dropReasonText(n);
+		assert.notEqual(t, n, `${n} has a text`);
+		assert.ok(t.length <= 45 && !/_/.test(t), `${n}: short human text (${t})`);
+		assert.ok(!texts.has(t), `${n}: text not shared with another reason (${t})`);
+		texts.add(t);
+	}
+});
+
+test('dropReasonText: unknown names unchanged, texts translated', () => {
+	assert.equal(conf.dropReasonText('unknown_index'), 'No matching session');
+	assert.equal(conf.dropReasonText('some_future_reason'), 'some_future_reason');
+	assert.equal(conf.dropReasonText('toString'), 'toString');
+	const marked = load('solowg/conf.js', (s) => '«' + s + '»');
+	assert.equal(marked.dropReasonText('no_route'), '«No peer for the destination»');
+});
+
+test('clientDefaults: endpoint from DDNS, else WAN, else the browser; DNS from the LAN', () => {
+	const ddns = [
+		{ '.name': 'global', '.type': 'ddns', upd_privateip: '0' },
+		{ '.name': 'v6', '.type': 'service', enabled: '1', use_ipv6: '1', lookup_host: 'home6.example.org' },
+		{ '.name': 'off', '.type': 'service', enabled: '0', lookup_host: 'old.example.org' },
+		{ '.name': 'v4', '.type': 'service', enabled: '1', use_ipv6: '0', lookup_host: ' home.example.org ' },
+	];
+	const wan = { up: true, 'ipv4-address': [ { address: '203.0.113.45', mask: 24 } ] };
+	const lan = { '.name': 'lan', proto: 'static', ipaddr: '192.168.1.1', netmask: '255.255.255.0' };
+	const base = { ddns, wanStatus: wan, lan, browserHost: '192.168.1.1', listenPort: 51820 };
+
+	// 1. an enabled DDNS service, IPv4 first
+	assert.deepEqual(conf.clientDefaults(base),
+		{ endpoint: 'home.example.org:51820', host: 'home.example.org', source: 'ddns', ddnsService: 'v4', dns: ['192.168.1.1'] });
+	// only an IPv6 service: that one
+	assert.equal(conf.clientDefaults({ ...base, ddns: ddns.slice(0, 3) }).endpoint, 'home6.example.org:51820');
+	// disabled, without lookup_host or not a host name: skipped
+	for (const d of [ [ ddns[2] ], [ { '.type': 'service', enabled: '1' } ], [ { '.type': 'service', enabled: '1', lookup_host: 'bad name;' } ], [], null, undefined ])
+		assert.equal(conf.clientDefaults({ ...base, ddns: d }).source, 'wan', JSON.stringify(d));
+	// uci sections as an object keyed by name work too
+	assert.equal(conf.clientDefaults({ ...base, ddns: { v4: ddns[3] } }).host, 'home.example.org');
+
+	// 2. the WAN's IPv4 address (ddns unreadable: null)
+	assert.deepEqual(conf.clientDefaults({ ...base, ddns: null }),
+		{ endpoint: '203.0.113.45:51820', host: '203.0.113.45', source: 'wan', ddnsService: null, dns: ['192.168.1.1'] });
+	// 3. WAN refused (null), down (no address) or odd: the browser's host
+	for (const w of [ null, {}, { up: false, 'ipv4-address': [] }, { 'ipv4-address': [ { address: 'x' } ] } ])
+		assert.deepEqual(conf.clientDefaults({ ...base, ddns: null, wanStatus: w }),
+			{ endpoint: '192.168.1.1:51820', host: '192.168.1.1', source: 'browser', ddnsService: null, dns: ['192.168.1.1'] }, JSON.stringify(w));
+	// the browser's IPv6 host (location.hostname keeps the brackets) and names
+	assert.equal(conf.clientDefaults({ browserHost: '[fd00::1]', listenPort: 51820 }).endpoint, '[fd00::1]:51820');
+	assert.equal(conf.clientDefaults({ browserHost: 'router.lan', listenPort: '51821' }).endpoint, 'router.lan:51821');
+	assert.deepEqual(conf.clientDefaults({ browserHost: '', listenPort: 51820 }),
+		{ endpoint: '', host: null, source: null, ddnsService: null, dns: [] });
+	// no fixed listen port: no endpoint, whatever the host
+	assert.equal(conf.clientDefaults({ ...base, listenPort: 0 }).endpoint, '');
+	assert.equal(conf.clientDefaults({ ...base, listenPort: null }).endpoint, '');
+
+	// DNS: the LAN's IPv4 address in either UCI form, nothing without one
+	assert.deepEqual(conf.clientDefaults({ lan: { ipaddr: [ '192.168.8.1/24', 'fd00::1/64' ] } }).dns, ['192.168.8.1']);
+	assert.deepEqual(conf.clientDefaults({ lan: { ipaddr: '10.1.2.3/16' } }).dns, ['10.1.2.3']);
+	assert.deepEqual(conf.clientDefaults({ lan: { proto: 'dhcp' } }).dns, []);
+	assert.deepEqual(conf.clientDefaults({ lan: null }).dns, []);
+	assert.deepEqual(conf.clientDefaults().dns, []);
+});
+
+test('validIp6Prefix and validHostname', () => {
+	for (const p of ['fd00:10::/48', '2001:db8::/32', '::/0', 'fd00::1/128'])
+		assert.equal(conf.validIp6Prefix(p), true, p);
+	for (const p of ['fd00:10::', '10.0.0.0/8', 'fd00::/129', 'fd00::/048', 'x::/48', ''])
+		assert.equal(conf.validIp6Prefix(p), false, p);
+	for (const h of ['home.example.org', 'a', 'my-router.dyndns.org.', 'x1.y2'])
+		assert.equal(conf.validHostname(h), true, h);
+	for (const h of ['', '-a.example', 'a..b', 'bad name', 'a_b.example', null])
+		assert.equal(conf.validHostname(h), false, String(h));
+});
+
 test('formatBytes and formatRate', () => {
 	assert.equal(conf.formatBytes(0), '0 B');
 	assert.equal(conf.formatBytes(1023), '1023 B');

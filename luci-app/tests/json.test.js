@@ -84,8 +84,11 @@ test('acl.d: exactly the grants the pages need', () => {
 	// write: keys and network, whose peer sections hold the private keys and
 	// PSKs. In a "write" section rpcd grants a config listed as an array for
 	// "write" only and uci get needs "read": the table form grants both.
+	// network.interface.wan status: the WAN address, the client configuration's
+	// default endpoint; the dialog is for writers only, so is the grant. No uci
+	// ddns: it holds the DDNS accounts' passwords (luci-app-ddns grants it).
 	assert.deepEqual(g.write, {
-		ubus: { solowg: ['genkey', 'pubkey', 'genpsk', 'reload'] },
+		ubus: { solowg: ['genkey', 'pubkey', 'genpsk', 'reload'], 'network.interface.wan': ['status'] },
 		uci: { network: ['read', 'write'], solowg: ['write'] },
 	});
 });
@@ -101,6 +104,8 @@ test('acl.d: what a read-only and a full session may do (rpcd rules, acl-model.j
 	assert.equal(ro.access('uci', 'solowg', 'read'), true);
 	for (const m of ['genkey', 'pubkey', 'genpsk', 'reload'])
 		assert.equal(ro.access('ubus', 'solowg', m), false, `read-only: ${m}`);
+	assert.equal(ro.access('ubus', 'network.interface.wan', 'status'), false, 'read-only: wan status');
+	assert.equal(ro.access('uci', 'ddns', 'read'), false, 'read-only: uci ddns');
 	for (const f of ['read', 'write'])
 		assert.equal(ro.access('uci', 'network', f), false, `read-only: uci network ${f}`);
 	assert.equal(ro.access('uci', 'solowg', 'write'), false);
@@ -111,6 +116,12 @@ test('acl.d: what a read-only and a full session may do (rpcd rules, acl-model.j
 	for (const [c, f] of [['network', 'read'], ['network', 'write'], ['solowg', 'read'], ['solowg', 'write']])
 		assert.equal(root.access('uci', c, f), true, `root: uci ${c} ${f}`);
 	assert.deepEqual(aclModel.nodespec(node, root, hasSections), { ...node, satisfied: true, readonly: false });
+	assert.equal(root.access('ubus', 'network.interface.wan', 'status'), true, 'root: wan status');
+	assert.equal(root.access('ubus', 'network.interface.lan', 'status'), false, 'root: only the wan interface');
+	// /etc/config/ddns: readable only through another package's group (luci-app-ddns)
+	assert.equal(root.access('uci', 'ddns', 'read'), false, 'root without luci-app-ddns: no uci ddns');
+	const rootDdns = aclModel.login(aclModel.users.root, [...files, aclModel.ddnsAcl]);
+	assert.equal(rootDdns.access('uci', 'ddns', 'read'), true, 'root with luci-app-ddns: uci ddns');
 
 	// without the group the dispatcher refuses the page; without solowg's config it hides it
 	const none = aclModel.login({ read: ['unauthenticated'], write: [] }, files);
@@ -173,9 +184,12 @@ test('every declared method exists in the real solowg ubus object',
 			const obj = listed.find((o) => o.path === 'solowg');
 			assert.ok(obj, `solowg listed (daemon stderr: ${daemon.stderrText})`);
 			const methods = Object.keys(obj.methods);
+			// the daemon's methods; network.interface.wan is netifd's
+			const others = ['network.interface.wan.status'];
 			for (const m of Object.keys(declaredMethods())) {
-				const [o, meth] = m.split('.');
-				assert.equal(o, 'solowg', `${m}: only the solowg object is used`);
+				const o = m.slice(0, m.lastIndexOf('.')), meth = m.slice(m.lastIndexOf('.') + 1);
+				if (others.includes(m)) continue;
+				assert.equal(o, 'solowg', `${m}: only the solowg object is used besides ${others.join(', ')}`);
 				assert.ok(methods.includes(meth), `${m} is not a method of the daemon (it has ${methods.join(', ')})`);
 			}
 			// pubkey takes the argument name the protocol page sends.

@@ -207,6 +207,18 @@
 		}
 	};
 
+	/* Another package's group, as luci-app-ddns's acl.d grants it (its uci
+	 * part only): with it a session may read /etc/config/ddns, which the
+	 * client configuration then uses for its endpoint. The browser test adds
+	 * it unless a scenario models a router without luci-app-ddns. */
+	var ddnsAcl = {
+		'luci-app-ddns': {
+			description: 'stand-in: the uci grants of luci-app-ddns',
+			read: { uci: [ 'ddns' ] },
+			write: { uci: [ 'ddns' ] }
+		}
+	};
+
 	/* `config login` lists of the two accounts the tests use. */
 	var users = {
 		root: { read: [ '*' ], write: [ '*' ] },
@@ -215,7 +227,7 @@
 
 	var api = {
 		globMatch: globMatch, login: login, checkAclDepends: checkAclDepends, nodespec: nodespec,
-		baseAcl: baseAcl, users: users
+		baseAcl: baseAcl, ddnsAcl: ddnsAcl, users: users
 	};
 
 	if (typeof module == 'object' && module.exports)

@@ -31,7 +31,9 @@
 					time: now,
 					interfaces: [ {
 						name: 'wg0', public_key: K.srvPub, listen_port: 51820, fwmark: 0, mtu: 1420,
-						drops: { no_session: 2, bad_mac: 0 },
+						/* names as DropReason::name() in src/proto/device.rs, and one
+						 * a newer daemon might add */
+						drops: { unknown_index: 2, bad_mac1: 0, disallowed_source: 7, some_future_reason: 1 },
 						peers: [ {
 							public_key: K.phone, description: 'Phone <b>Anna</b>', endpoint: '198.51.100.7:40112',
 							endpoint_host: '', latest_handshake: now - 34, rx_bytes: rx,
@@ -58,6 +60,16 @@
 			genkey: function() { return { private_key: K.clientPriv, public_key: 'JtswlaTvA4J3gyEnHJ0CEWdeuzeZzB5lChAFx6Wzzc0=' }; },
 			pubkey: function(a) { return { public_key: a.private_key == K.srvPriv ? K.srvPub : 'oMHRYu7QopwjFN9WLy3XyYjK6tJIb807G3EujOgIYKQ=' }; },
 			genpsk: function() { return { preshared_key: K.psk }; }
+		},
+		/* netifd: the wan interface's state (documentation address) */
+		'network.interface.wan': {
+			status: function() {
+				return {
+					up: true, l3_device: 'eth1', proto: 'dhcp',
+					'ipv4-address': [ { address: '203.0.113.45', mask: 24 } ],
+					'ipv6-address': [], route: [ { target: '0.0.0.0', mask: 0, nexthop: '203.0.113.1' } ]
+				};
+			}
 		}
 	};
 
@@ -67,10 +79,21 @@
 	window.STANDIN_UCI = {
 		network: {
 			lan: sec('lan', 'interface', { proto: 'static', ipaddr: '192.168.1.1', netmask: '255.255.255.0' }),
+			wan: sec('wan', 'interface', { proto: 'dhcp', device: 'eth1' }),
 			wg0: sec('wg0', 'interface', { proto: 'solowg', private_key: K.srvPriv, listen_port: '51820', addresses: [ '10.0.0.1/24', 'fd00::1/64' ] }),
 			cfg010001: sec('cfg010001', 'solowg_wg0', { description: 'Phone <b>Anna</b>', public_key: K.phone, preshared_key: K.psk, allowed_ips: [ '10.0.0.2/32', 'fd00::2/128' ], persistent_keepalive: '25' }),
 			cfg010002: sec('cfg010002', 'solowg_wg0', { description: 'Laptop', public_key: K.laptop, allowed_ips: [ '10.0.0.3/32' ], endpoint_host: 'laptop.example.net', endpoint_port: '51820' }),
-			cfg010003: sec('cfg010003', 'solowg_wg0', { public_key: K.office, allowed_ips: [ '192.168.50.0/24' ], route_allowed_ips: '1' })
+			cfg010003: sec('cfg010003', 'solowg_wg0', { public_key: K.office, allowed_ips: [ '192.168.50.0/24' ], route_allowed_ips: '1' }),
+			/* wg1 was `proto wireguard`: its peer is still of type wireguard_wg1 */
+			wg1: sec('wg1', 'interface', { proto: 'solowg', private_key: K.srvPriv, listen_port: '51821', addresses: [ '10.1.0.1/24' ] }),
+			cfg020001: sec('cfg020001', 'wireguard_wg1', { description: 'Kernel-era tablet', public_key: K.laptop, allowed_ips: [ '10.1.0.2/32' ], endpoint_host: 'tablet.example.net', endpoint_port: '51820' })
+		},
+		/* what luci-app-ddns writes: an IPv6 and an IPv4 service, one disabled */
+		ddns: {
+			global: sec('global', 'ddns', { upd_privateip: '0' }),
+			home_v6: sec('home_v6', 'service', { enabled: '1', use_ipv6: '1', lookup_host: 'home6.example.org', domain: 'home6.example.org', password: 'ddns-secret' }),
+			old_v4: sec('old_v4', 'service', { enabled: '0', lookup_host: 'old.example.org', domain: 'old.example.org' }),
+			home_v4: sec('home_v4', 'service', { enabled: '1', use_ipv6: '0', lookup_host: 'home.example.org', domain: 'home.example.org', password: 'ddns-secret' })
 		},
 		/* packet_tx left out: the page shows the form's default */
 		solowg: {

@@ -1,5 +1,7 @@
 /* STAND-IN harness: logs a user in, loads one solowg page and optionally drives it.
  *   ?page=status|proto  &action=...  &user=root|readonly (acl-model.js users; root by default)
+ *   status: &ddns=absent (no luci-app-ddns group)  &wan=denied (acl.d without the wan grant)
+ *   proto:  &iface=wg0|wg1 (the interface whose form is drawn; wg0 by default)
  */
 'use strict';
 
@@ -27,7 +29,22 @@
 	if (page == 'status') {
 		var view;
 
-		run = L.standinBoot({ user: user, aclFiles: [ ACL ], menuFile: MENU, menuPath: 'admin/status/solowg' }).then(function() {
+		run = L.standinBoot({
+			user: user, aclFiles: [ ACL ], menuFile: MENU, menuPath: 'admin/status/solowg',
+			/* ddns=absent: no luci-app-ddns, /etc/config/ddns not readable */
+			extraAcls: q.get('ddns') == 'absent' ? [] : [ window.StandinAcl.ddnsAcl ],
+			/* wan=denied: the app's group without its network.interface.wan grant */
+			aclFilter: q.get('wan') == 'denied' ? function(file) {
+				var copy = JSON.parse(JSON.stringify(file));
+				Object.keys(copy).forEach(function(g) {
+					[ 'read', 'write' ].forEach(function(perm) {
+						if (copy[g][perm] && copy[g][perm].ubus)
+							delete copy[g][perm].ubus['network.interface.wan'];
+					});
+				});
+				return copy;
+			} : null
+		}).then(function() {
 			if (!L.env.nodespec.satisfied)
 				throw new Error('the dispatcher would answer 403 for this user');
 
@@ -53,17 +70,22 @@
 		});
 	}
 	else if (page == 'proto') {
-		var form, network, m;
+		var form, network, m, ifname = q.get('iface') || 'wg0';
+		log.iface = ifname;
 		/* Network → Interfaces belongs to luci-mod-network; its node is taken as writable */
 		run = L.standinBoot({ user: user, aclFiles: [ ACL ], nodespec: { satisfied: true, readonly: false } }).then(function() {
 			return Promise.all([ L.require('form'), L.require('network'), L.require('uci'), L.require('protocol.solowg') ]);
 		}).then(function(r) {
+			/* LuCI's network.js loads /etc/config/network before the interfaces
+			 * view builds an interface's form */
+			return r[2].load('network').then(function() { return r; });
+		}).then(function(r) {
 			form = r[0]; network = r[1];
-			m = new form.Map('network', 'Interfaces » wg0');
-			var s = m.section(form.NamedSection, 'wg0', 'interface');
+			m = new form.Map('network', 'Interfaces » ' + ifname);
+			var s = m.section(form.NamedSection, ifname, 'interface');
 			s.tab('general', 'General Settings');
 			s.tab('advanced', 'Advanced Settings');
-			var P = network.getProtocolClass('solowg'), proto = new P('wg0');
+			var P = network.getProtocolClass('solowg'), proto = new P(ifname);
 			log.i18n = proto.getI18n();
 			log.package = [ proto.getPackageName(), proto.getOpkgPackage() ];
 			proto.renderFormOptions(s);
@@ -77,19 +99,63 @@
 				document.querySelector('button[data-option="_generate_key"]').click();
 				return sleep(500).then(function() { log.steps.push('generated'); });
 			}
-			if (action != 'import')
-				return;
-			document.querySelector('button[data-option="_import"]').click();
-			return sleep(300).then(function() {
-				document.querySelector('.solowg-import-text').value = window.STANDIN_IMPORT;
-				document.querySelector('.solowg-import-apply').click();
-				return sleep(1000);
-			}).then(function() {
-				log.steps.push('imported');
-				return L.require('uci');
-			}).then(function(uci) {
-				log.uci_after_import = JSON.parse(JSON.stringify(uci.state.network));
+			if (action == 'advanced')
+				return advanced();
+			if (action == 'legacy')
+				return legacyEdit().then(importFile);
+			if (action == 'import')
+				return importFile();
+		});
+	}
+
+	/* The advanced tab: tick nohostroute, bind to wan, add an IPv6 prefix, save. */
+	function advanced() {
+		var inForm = function(opt) { return document.querySelector('.cbi-map [data-option="' + opt + '"]'); };
+
+		return L.require('uci').then(function(uci) {
+			log.advanced_before = JSON.parse(JSON.stringify(uci.state.network[ifname]));
+			inForm('nohostroute').checked = true;
+			inForm('tunlink').value = 'wan';
+			var list = inForm('ip6prefix').querySelector('input');
+			list.value = 'fd00:10::/48';
+			list.dispatchEvent(new Event('change'));
+			return m.save().then(function() {
+				log.advanced_saved = JSON.parse(JSON.stringify(uci.state.network[ifname]));
+				log.steps.push('saved advanced');
 			});
+		});
+	}
+
+	/* A peer of type wireguard_<if>: listed, edited in its row, saved. */
+	function legacyEdit() {
+		var type = 'wireguard_' + ifname,
+		    row = function() { return document.querySelector('table[data-type="' + type + '"] tr[data-sid="cfg020001"]'); };
+
+		return L.require('uci').then(function(uci) {
+			log.legacy_row = !!row();
+			log.legacy_rows_before = document.querySelectorAll('table[data-type="' + type + '"] tr.cbi-section-table-row').length;
+			log.solowg_rows_before = document.querySelectorAll('table[data-type="solowg_' + ifname + '"] tr.cbi-section-table-row').length;
+			row().querySelector('input[data-option="description"]').value = 'Tablet (edited)';
+			row().querySelector('input[data-option="endpoint_port"]').value = '51999';
+			return m.save().then(function() {
+				log.legacy_saved = JSON.parse(JSON.stringify(uci.state.network.cfg020001 || null));
+				log.legacy_row_after_save = !!row() && row().querySelector('input[data-option="description"]').value;
+				log.steps.push('edited legacy peer');
+			});
+		});
+	}
+
+	function importFile() {
+		document.querySelector('button[data-option="_import"]').click();
+		return sleep(300).then(function() {
+			document.querySelector('.solowg-import-text').value = window.STANDIN_IMPORT;
+			document.querySelector('.solowg-import-apply').click();
+			return sleep(1000);
+		}).then(function() {
+			log.steps.push('imported');
+			return L.require('uci');
+		}).then(function(uci) {
+			log.uci_after_import = JSON.parse(JSON.stringify(uci.state.network));
 		});
 	}
 

@@ -114,6 +114,10 @@
 			attrs = null;
 		}
 
+		/* as LuCI's dom.create: E([], children) is a document fragment */
+		if (Array.isArray(tag))
+			return dom.append(document.createDocumentFragment(), tag.concat(children != null ? [].concat(children) : []));
+
 		var el = document.createElement(tag);
 
 		Object.keys(attrs || {}).forEach(function(k) {
@@ -161,7 +165,13 @@
 				.then(function(res) {
 					var menu = opts.menuFile ? res.pop() : null;
 
-					session = window.StandinAcl.login(window.StandinAcl.users[opts.user], [ window.StandinAcl.baseAcl ].concat(res));
+					/* aclFilter: a scenario's change to the app's acl.d files (an older
+					 * or trimmed grant); extraAcls: other packages' groups */
+					if (opts.aclFilter)
+						res = res.map(opts.aclFilter);
+
+					session = window.StandinAcl.login(window.StandinAcl.users[opts.user],
+						[ window.StandinAcl.baseAcl ].concat(opts.extraAcls || [], res));
 					log.user = opts.user;
 
 					if (menu) {
@@ -628,13 +638,14 @@
 
 	/* --- form: sections -------------------------------------------------- */
 	var AbstractSection = Base.extend({
-		__init__: function(map, a, b) {
+		__init__: function(map, a, b, c) {
 			this.map = map; this.children = []; this.tabs = [];
-			this.init(a, b);
+			this.init(a, b, c);
 		},
 		tab: function(name, title, desc) { this.tabs.push({ name: name, title: title, desc: desc }); },
 		option: function(cls, name, title, desc) {
-			var o = new cls(this.map, this, name, title, desc);	/* SectionValue: title = class, desc = type */
+			/* SectionValue: title = class, then the subsection's arguments */
+			var o = new cls(this.map, this, name, title, desc, arguments[4], arguments[5]);
 			o.tab = null;
 			this.children.push(o);
 			return o;
@@ -677,7 +688,20 @@
 	});
 
 	var TableSection = AbstractSection.extend({
-		init: function(type) { this.sectiontype = type; },
+		/* as form.js: TypedSection(map, sectiontype, title, description) */
+		init: function(type, title, description) { this.sectiontype = type; this.title = title; this.description = description; },
+		/* as form.js's TypedSection: the add button, nothing without addremove;
+		 * a view may override it (e.g. to remove but not add) */
+		renderSectionAdd: function() {
+			var self = this;
+
+			if (!this.addremove)
+				return E([]);
+
+			return E('button', { 'class': 'btn cbi-button-add', 'click': function(ev) {
+				ev.preventDefault(); self.map.parseAll(); uci.add(self.map.config, self.sectiontype); self.map.redraw();
+			} }, [ this.addbtntitle || 'Add' ]);
+		},
 		cfgsections: function() {
 			return uci.sections(this.map.config, this.sectiontype).map(function(s) { return s['.name']; });
 		},
@@ -695,18 +719,20 @@
 			})));
 			if (!ids.length && this.renderSectionPlaceholder)
 				table.appendChild(E('tr', { 'class': 'tr placeholder' }, [ E('td', { 'class': 'td' }, [ this.renderSectionPlaceholder() ]) ]));
-			return E('div', { 'class': 'cbi-section' }, [ table,
-				this.addremove ? E('button', { 'class': 'btn cbi-button-add', 'click': function(ev) {
-					ev.preventDefault(); self.map.parseAll(); uci.add(self.map.config, self.sectiontype); self.map.redraw();
-				} }, [ this.addbtntitle || 'Add' ]) : '' ]);
+			return E('div', { 'class': 'cbi-section', 'data-section-type': this.sectiontype }, [
+				this.title ? E('h3', {}, [ this.title ]) : '',
+				this.description ? E('div', { 'class': 'cbi-section-descr' }, [ this.description ]) : '',
+				table,
+				this.renderSectionAdd('cbi-tblsection-create') ]);
 		}
 	});
 	var GridSection = TableSection.extend({});
 
 	var SectionValue = AbstractValue.extend({
-		__init__: function(map, section, option, cls, a, b) {
+		/* as form.js: the arguments after the class go to the subsection */
+		__init__: function(map, section, option, cls, a, b, c) {
 			AbstractValue.prototype.__init__.call(this, map, section, option);
-			this.subsection = new cls(map, a, b);
+			this.subsection = new cls(map, a, b, c);
 		},
 		load: function() { return this.subsection.loadAll(); },
 		parse: function() { this.subsection.parseAll(); },

@@ -8,8 +8,10 @@
 
 /*
  * Network → Interfaces → Add → "solowg": the interface form (keys, port,
- * addresses, MTU, fwmark), its peers (config solowg_<ifname>) and the import
- * of a wg-quick .conf file. Keys come from the daemon (ubus solowg genkey,
+ * addresses, MTU, fwmark, host routes, bound interface, IPv6 prefixes), its
+ * peers (config solowg_<ifname>, and the wireguard_<ifname> sections of an
+ * interface moved over from kernel WireGuard, which the daemon uses too) and
+ * the import of a wg-quick .conf file. Keys come from the daemon (ubus solowg genkey,
  * pubkey, genpsk), so neither wireguard-tools nor the kernel module is needed.
  */
 
@@ -87,6 +89,102 @@ function setWidget(map, name, section_id, value) {
 		widget.setValue(value);
 }
 
+/* The UCI section types holding the peers of interface `ifname`: solowg's own
+ * and kernel WireGuard's, which the daemon reads as well (an interface moved
+ * from proto wireguard keeps its peers). */
+function peerTypes(ifname) {
+	return [ 'solowg_%s'.format(ifname), 'wireguard_%s'.format(ifname) ];
+}
+
+function removePeers(ifname) {
+	peerTypes(ifname).forEach(function(type) {
+		uci.sections('network', type, function(s) {
+			uci.remove('network', s['.name']);
+		});
+	});
+}
+
+/* The peer options of a grid; the same for both section types. */
+function addPeerOptions(ss) {
+	var o;
+
+	o = ss.option(form.Flag, 'disabled', _('Disabled'), _('Keep this peer configured but unused.'));
+	o.editable = true;
+	o.optional = true;
+
+	o = ss.option(form.Value, 'description', _('Description'), _('A name for this peer, shown on the status page.'));
+	o.placeholder = _('e.g. Phone');
+
+	o = ss.option(form.Value, 'public_key', _('Public key'), _('The public key of the other end.'));
+	o.validate = function(section_id, value) {
+		if (!value)
+			return _('A public key is required');
+
+		return validateKey(section_id, value);
+	};
+	o.textvalue = function(section_id) {
+		var v = this.cfgvalue(section_id) || '';
+
+		return E('code', { 'title': v }, [ v ? '%s…%s'.format(v.substr(0, 5), v.substr(-6)) : '' ]);
+	};
+
+	o = ss.option(form.Value, 'preshared_key', _('Preshared key'),
+		_('Optional extra symmetric key; both ends must have the same one.'));
+	o.password = true;
+	o.modalonly = true;
+	o.optional = true;
+	o.validate = validateKey;
+
+	o = ss.option(form.Button, '_generate_psk', _('Generate preshared key'));
+	o.inputtitle = _('Generate PSK');
+	o.inputstyle = 'apply';
+	o.modalonly = true;
+	o.onclick = function(ev, section_id) {
+		var map = this.map;
+
+		return callGenpsk().then(function(res) {
+			setWidget(map, 'preshared_key', section_id, res.preshared_key);
+		}).catch(function(err) {
+			ui.addNotification(null, E('p', {}, [ _('Key generation failed: %s').format(err.message || err) ]), 'error');
+		});
+	};
+
+	o = ss.option(form.DynamicList, 'allowed_ips', _('Allowed IPs'),
+		_('Addresses this peer may send from and that are sent to it, e.g. 10.0.0.2/32 or 0.0.0.0/0.'));
+	o.validate = validateCidr;
+	o.textvalue = function(section_id) {
+		return L.toArray(this.cfgvalue(section_id)).join(', ');
+	};
+
+	o = ss.option(form.Flag, 'route_allowed_ips', _('Route allowed IPs'),
+		_('Add routes for the allowed IPs through this interface.'));
+	o.optional = true;
+
+	o = ss.option(form.Value, 'endpoint_host', _('Endpoint host'),
+		_('Address or host name of the peer; a name is resolved again when the peer goes quiet (dynamic DNS).'));
+	o.datatype = 'host';
+	o.optional = true;
+
+	o = ss.option(form.Value, 'endpoint_port', _('Endpoint port'));
+	o.datatype = 'port';
+	o.placeholder = '51820';
+	o.optional = true;
+
+	o = ss.option(form.Value, 'persistent_keepalive', _('Persistent keepalive'),
+		_('Seconds between keepalive packets, for peers behind NAT (25 is usual); empty: off.'));
+	o.datatype = 'range(0,65535)';
+	o.placeholder = '25';
+	o.optional = true;
+	o.modalonly = true;
+
+	o = ss.option(form.Value, 'private_key', _('Client private key'),
+		_('Optional: the private key of the other end, kept only so the status page can show its configuration and QR code again.'));
+	o.password = true;
+	o.optional = true;
+	o.modalonly = true;
+	o.validate = validateKey;
+}
+
 return network.registerProtocol('solowg', {
 	getI18n: function() {
 		return _('solowg (WireGuard-compatible VPN)');
@@ -121,10 +219,11 @@ return network.registerProtocol('solowg', {
 		return (network.getIfnameOf(ifname) == this.getIfname());
 	},
 
+	/* Only solowg's own peers: wireguard_<ifname> sections belong to kernel
+	 * WireGuard's protocol as well (its deleteConfiguration removes them), and
+	 * an interface switched back to proto wireguard still needs them. */
 	deleteConfiguration: function() {
-		var sid = this.sid;
-
-		uci.sections('network', 'solowg_%s'.format(sid), function(s) {
+		uci.sections('network', 'solowg_%s'.format(this.sid), function(s) {
 			uci.remove('network', s['.name']);
 		});
 	},
@@ -240,10 +339,9 @@ return network.registerProtocol('solowg', {
 		if (ifc.dns && ifc.dns.length)
 			uci.set('network', section_id, 'dns', L.toArray(ifc.dns));
 
+		/* both types: kernel WireGuard's peers are as active as solowg's */
 		if (replacePeers)
-			uci.sections('network', type, function(s) {
-				uci.remove('network', s['.name']);
-			});
+			removePeers(section_id);
 
 		(u.peers || []).forEach(function(p) {
 			var sid = uci.add('network', type);
@@ -345,7 +443,35 @@ return network.registerProtocol('solowg', {
 			return _('Expected a number, decimal or hexadecimal (0x…)');
 		};
 
-		/* peers */
+		o = s.taboption('advanced', form.Flag, 'nohostroute', _('No host routes'),
+			_('Do not add routes to the peers\' endpoints through the uplink. Needed only when the endpoints are reached through this tunnel or another one.'));
+		o.optional = true;
+
+		o = s.taboption('advanced', form.Value, 'tunlink', _('Bind interface'),
+			_('The interface through which the peers\' endpoints are reached; the routes to them use it. Empty: any.'));
+		o.optional = true;
+		o.validate = function(section_id, value) {
+			if (value == null || value === '' || /^[A-Za-z0-9_]+$/.test(value))
+				return true;
+
+			return _('Expected an interface name (letters, digits, _)');
+		};
+		uci.sections('network', 'interface', function(ifc) {
+			if (ifc['.name'] != s.section && ifc['.name'] != 'loopback')
+				o.value(ifc['.name']);
+		});
+
+		o = s.taboption('advanced', form.DynamicList, 'ip6prefix', _('IPv6 routed prefix'),
+			_('IPv6 prefixes routed to this interface, handed out to downstream interfaces, e.g. fd00:10::/48.'));
+		o.optional = true;
+		o.validate = function(section_id, value) {
+			if (value == null || value === '' || conf.validIp6Prefix(value))
+				return true;
+
+			return _('Expected an IPv6 prefix with its length, e.g. fd00:10::/48');
+		};
+
+		/* peers: solowg_<ifname> */
 		o = s.taboption('peers', form.SectionValue, '_peers', form.GridSection, 'solowg_%s'.format(s.section));
 		o.depends('proto', 'solowg');
 
@@ -357,83 +483,39 @@ return network.registerProtocol('solowg', {
 		ss.modaltitle = _('Edit peer');
 
 		ss.renderSectionPlaceholder = function() {
-			return E('em', {}, _('No peers yet: add one or import a configuration.'));
+			return E('em', {}, (uci.sections('network', 'wireguard_%s'.format(s.section)).length)
+				? _('No solowg peers: the peers below come from kernel WireGuard.')
+				: _('No peers yet: add one or import a configuration.'));
 		};
 
-		o = ss.option(form.Flag, 'disabled', _('Disabled'), _('Keep this peer configured but unused.'));
-		o.editable = true;
-		o.optional = true;
+		addPeerOptions(ss);
 
-		o = ss.option(form.Value, 'description', _('Description'), _('A name for this peer, shown on the status page.'));
-		o.placeholder = _('e.g. Phone');
+		/* wireguard_<ifname>: the peers of an interface that was proto
+		 * wireguard. One GridSection shows one section type, so they get a
+		 * grid of their own, drawn while there are any; new peers go to the
+		 * grid above. */
+		if (!uci.sections('network', 'wireguard_%s'.format(s.section)).length)
+			return;
 
-		o = ss.option(form.Value, 'public_key', _('Public key'), _('The public key of the other end.'));
-		o.validate = function(section_id, value) {
-			if (!value)
-				return _('A public key is required');
+		o = s.taboption('peers', form.SectionValue, '_wireguard_peers', form.GridSection, 'wireguard_%s'.format(s.section),
+			_('Peers kept from kernel WireGuard'),
+			_('Sections of type wireguard_%s, left from when this interface was a kernel WireGuard interface. solowg uses them as well.').format(s.section));
+		o.depends('proto', 'solowg');
 
-			return validateKey(section_id, value);
-		};
-		o.textvalue = function(section_id) {
-			var v = this.cfgvalue(section_id) || '';
-
-			return E('code', { 'title': v }, [ v ? '%s…%s'.format(v.substr(0, 5), v.substr(-6)) : '' ]);
-		};
-
-		o = ss.option(form.Value, 'preshared_key', _('Preshared key'),
-			_('Optional extra symmetric key; both ends must have the same one.'));
-		o.password = true;
-		o.modalonly = true;
-		o.optional = true;
-		o.validate = validateKey;
-
-		o = ss.option(form.Button, '_generate_psk', _('Generate preshared key'));
-		o.inputtitle = _('Generate PSK');
-		o.inputstyle = 'apply';
-		o.modalonly = true;
-		o.onclick = function(ev, section_id) {
-			var map = this.map;
-
-			return callGenpsk().then(function(res) {
-				setWidget(map, 'preshared_key', section_id, res.preshared_key);
-			}).catch(function(err) {
-				ui.addNotification(null, E('p', {}, [ _('Key generation failed: %s').format(err.message || err) ]), 'error');
-			});
+		ss = o.subsection;
+		ss.anonymous = true;
+		ss.addremove = true;
+		ss.nodescriptions = true;
+		ss.modaltitle = _('Edit peer');
+		/* removing is fine, adding goes to the solowg_ grid */
+		ss.renderSectionAdd = function() {
+			return E([]);
 		};
 
-		o = ss.option(form.DynamicList, 'allowed_ips', _('Allowed IPs'),
-			_('Addresses this peer may send from and that are sent to it, e.g. 10.0.0.2/32 or 0.0.0.0/0.'));
-		o.validate = validateCidr;
-		o.textvalue = function(section_id) {
-			return L.toArray(this.cfgvalue(section_id)).join(', ');
+		ss.renderSectionPlaceholder = function() {
+			return E('em', {}, _('No peers left from kernel WireGuard.'));
 		};
 
-		o = ss.option(form.Flag, 'route_allowed_ips', _('Route allowed IPs'),
-			_('Add routes for the allowed IPs through this interface.'));
-		o.optional = true;
-
-		o = ss.option(form.Value, 'endpoint_host', _('Endpoint host'),
-			_('Address or host name of the peer; a name is resolved again when the peer goes quiet (dynamic DNS).'));
-		o.datatype = 'host';
-		o.optional = true;
-
-		o = ss.option(form.Value, 'endpoint_port', _('Endpoint port'));
-		o.datatype = 'port';
-		o.placeholder = '51820';
-		o.optional = true;
-
-		o = ss.option(form.Value, 'persistent_keepalive', _('Persistent keepalive'),
-			_('Seconds between keepalive packets, for peers behind NAT (25 is usual); empty: off.'));
-		o.datatype = 'range(0,65535)';
-		o.placeholder = '25';
-		o.optional = true;
-		o.modalonly = true;
-
-		o = ss.option(form.Value, 'private_key', _('Client private key'),
-			_('Optional: the private key of the other end, kept only so the status page can show its configuration and QR code again.'));
-		o.password = true;
-		o.optional = true;
-		o.modalonly = true;
-		o.validate = validateKey;
+		addPeerOptions(ss);
 	}
 });

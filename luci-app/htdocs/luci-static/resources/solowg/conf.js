@@ -624,6 +624,158 @@ function isOnline(latestHandshake, now) {
 	return age != null && age < 180;
 }
 
+/* peerState(latestHandshake, now) -> 'online' (handshake younger than 180 s),
+ * 'stale' (an older one) or 'never' (no handshake since the peer was set up). */
+function peerState(latestHandshake, now) {
+	var age = handshakeAge(latestHandshake, now);
+
+	if (age == null)
+		return 'never';
+
+	return age < 180 ? 'online' : 'stale';
+}
+
+/* Short texts for the drop counters of ubus `solowg status` (interfaces[].drops),
+ * one per name of DropReason::name() in the daemon (src/proto/device.rs). Built
+ * on each call so that _() is the caller's. */
+function dropReasons() {
+	return {
+		malformed: _('Malformed packet'),
+		bad_mac1: _('Not for this interface (bad MAC)'),
+		cookie_required: _('Under load: cookie required'),
+		rate_limited: _('Handshake rate limit'),
+		no_identity: _('No private key'),
+		unknown_peer: _('Handshake from an unknown key'),
+		handshake_failed: _('Handshake failed or replayed'),
+		unknown_index: _('No matching session'),
+		expired_keypair: _('Session expired'),
+		replay: _('Replayed or too old'),
+		decrypt_failed: _('Decryption failed'),
+		invalid_inner: _('Not an IP packet inside'),
+		disallowed_source: _('Source not in the peer\'s allowed IPs'),
+		no_route: _('No peer for the destination'),
+		no_endpoint: _('Peer endpoint unknown'),
+		not_ip: _('Outgoing packet is not IP'),
+		staged_overflow: _('Queue full while waiting for a handshake'),
+		too_big: _('Packet too big')
+	};
+}
+
+/* dropReasonText('unknown_index') -> 'No matching session'; a name this
+ * module does not know (a newer daemon) is returned as it is. */
+function dropReasonText(name) {
+	var texts = dropReasons();
+
+	return Object.prototype.hasOwnProperty.call(texts, name) ? texts[name] : String(name);
+}
+
+/* A host name as DDNS services and DNS use them (letters, digits, '-', '.'). */
+function validHostname(s) {
+	return typeof(s) === 'string' && s.length <= 253 &&
+		/^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$/.test(s);
+}
+
+/* The sections of a loaded UCI config, as an array (uci.sections gives one;
+ * an object keyed by section name is accepted too). */
+function sectionList(v) {
+	if (!v)
+		return [];
+	if (Array.isArray(v))
+		return v.filter(function(s) { return s && typeof(s) === 'object'; });
+	return Object.keys(v).map(function(k) { return v[k]; })
+		.filter(function(s) { return s && typeof(s) === 'object'; });
+}
+
+/* The first IPv4 address of a UCI interface section's ipaddr, which is
+ * '192.168.1.1' (with netmask) or a list of '192.168.1.1/24'; or null. */
+function uciIPv4(section) {
+	var list = toArray(section && section.ipaddr);
+
+	for (var i = 0; i < list.length; i++) {
+		var a = list[i].replace(/\/\d{1,2}$/, '');
+		if (isIPv4(a))
+			return a;
+	}
+
+	return null;
+}
+
+/*
+ * clientDefaults({ ddns, wanStatus, lan, browserHost, listenPort }) ->
+ *   { endpoint: 'host:port' or '', host, source: 'ddns'|'wan'|'browser'|null,
+ *     ddnsService: section name or null, dns: [ address ] or [] }
+ * The defaults of the client configuration dialog. The endpoint's host is, in
+ * order: the lookup_host of an enabled service of /etc/config/ddns (ddns: its
+ * sections, null when it could not be read; an IPv4 service first), the first
+ * IPv4 address of `ubus call network.interface.wan status` (wanStatus, null
+ * when not allowed), the host the browser used (browserHost). No listenPort:
+ * no endpoint (the port is random). dns is the LAN's IPv4 address (lan: the
+ * network.lan section).
+ */
+function clientDefaults(o) {
+	o = o || {};
+
+	var host = null, source = null, service = null, v6Service = null;
+
+	sectionList(o.ddns).forEach(function(s) {
+		var h = (s.lookup_host != null) ? String(s.lookup_host).trim() : '';
+
+		if ((s['.type'] != null && s['.type'] !== 'service') || !isTrue(s.enabled) || !validHostname(h))
+			return;
+
+		if (!isTrue(s.use_ipv6)) {
+			if (!service)
+				service = { name: s['.name'] || null, host: h };
+		}
+		else if (!v6Service)
+			v6Service = { name: s['.name'] || null, host: h };
+	});
+
+	service = service || v6Service;
+
+	if (service) {
+		host = service.host;
+		source = 'ddns';
+	}
+
+	if (!host && o.wanStatus && Array.isArray(o.wanStatus['ipv4-address'])) {
+		var addrs = o.wanStatus['ipv4-address'];
+
+		for (var i = 0; i < addrs.length; i++)
+			if (addrs[i] && isIPv4(String(addrs[i].address))) {
+				host = String(addrs[i].address);
+				source = 'wan';
+				break;
+			}
+	}
+
+	if (!host && o.browserHost) {
+		var b = String(o.browserHost).replace(/^\[(.*)\]$/, '$1');
+
+		if (isIPv4(b) || isIPv6(b) || validHostname(b)) {
+			host = b;
+			source = 'browser';
+		}
+	}
+
+	var port = intOrNull(o.listenPort),
+	    lan = uciIPv4(o.lan);
+
+	return {
+		endpoint: (host && port > 0) ? formatEndpoint(host, port) : '',
+		host: host,
+		source: source,
+		ddnsService: source === 'ddns' ? service.name : null,
+		dns: lan ? [ lan ] : []
+	};
+}
+
+/* An IPv6 prefix with its length, as ip6prefix takes it: fd00:10::/48 */
+function validIp6Prefix(s) {
+	var m = /^([^\/]+)\/(\d{1,3})$/.exec(String(s));
+	return !!m && isIPv6(m[1]) && !(m[2].length > 1 && m[2].charAt(0) === '0') && +m[2] <= 128;
+}
+
 /* formatBytes(n) -> '512 B', '1.5 KiB', '12.3 MiB', '1.0 GiB', '2.0 TiB' */
 function formatBytes(n) {
 	var v = +n, units = [ _('%s KiB'), _('%s MiB'), _('%s GiB'), _('%s TiB') ], u = -1;
@@ -673,11 +825,17 @@ return baseclass.extend({
 	formatHandshake: formatHandshake,
 	handshakeAge: handshakeAge,
 	isOnline: isOnline,
+	peerState: peerState,
+	dropReasons: dropReasons,
+	dropReasonText: dropReasonText,
+	clientDefaults: clientDefaults,
 	formatBytes: formatBytes,
 	formatRate: formatRate,
 
 	validKey: validKey,
 	validCidr: validCidr,
+	validIp6Prefix: validIp6Prefix,
+	validHostname: validHostname,
 	splitEndpoint: splitEndpoint,
 	formatEndpoint: formatEndpoint,
 	fmt: fmt

@@ -52,10 +52,19 @@ var callGenkey = rpc.declare({
 	expect: { '': {} }
 });
 
-/* "34 s ago" (conf.formatAge, translatable), or Never. */
+/* netifd's state of the interface `wan`, for the client configuration's
+ * endpoint: its IPv4 address (ipv4-address[].address). */
+var callWanStatus = rpc.declare({
+	object: 'network.interface.wan',
+	method: 'status',
+	expect: { '': {} }
+});
+
+/* "34 s ago" (conf.formatAge, translatable); nothing without a handshake,
+ * which the badge already says ("never connected"). */
 function ageText(latest, now) {
 	if (!(latest > 0))
-		return _('Never');
+		return '';
 
 	return conf.formatAge(Math.max(0, now - latest));
 }
@@ -157,12 +166,22 @@ function renderGraph(samples, now) {
 	]);
 }
 
-function badge(online) {
+/* online (handshake younger than 180 s), stale (older), never (no handshake
+ * since the peer was set up or the daemon started: wrong key, unreachable,
+ * or not tried yet) */
+var BADGE_COLORS = { online: '#2a9d3f', stale: '#b35c00', never: '#777' };
+
+function badge(state) {
+	var text = { online: _('online'), stale: _('stale'), never: _('never connected') }[state],
+	    title = { online: _('Latest handshake less than 180 seconds ago'),
+	              stale: _('No handshake in the last 180 seconds'),
+	              never: _('No handshake since this peer was set up or solowg started') }[state];
+
 	return E('span', {
-		'class': 'solowg-badge ' + (online ? 'solowg-online' : 'solowg-stale'),
-		'style': 'display:inline-block;padding:0 .5em;border-radius:.8em;color:#fff;font-size:85%;background:' +
-			(online ? '#2a9d3f' : '#b35c00')
-	}, online ? _('online') : _('stale'));
+		'class': 'solowg-badge solowg-' + state,
+		'title': title,
+		'style': 'display:inline-block;padding:0 .5em;border-radius:.8em;color:#fff;font-size:85%;background:' + BADGE_COLORS[state]
+	}, text);
 }
 
 /* Turns a string into a file name a phone or a PC accepts. */
@@ -283,14 +302,37 @@ return view.extend({
 				return { private_key: k.private_key, public_key: k.public_key, fresh: true };
 			});
 
-		return keyPromise.then(L.bind(function(keys) {
+		return Promise.all([
+			keyPromise,
+			/* a dynamic DNS name, when the session may read /etc/config/ddns
+			 * (luci-app-ddns's group grants it; this app's does not: it holds
+			 * the DDNS account passwords) */
+			L.resolveDefault(uci.load('ddns').then(function() { return uci.sections('ddns', 'service'); }), null),
+			/* else the WAN address; null when refused or there is no wan */
+			L.resolveDefault(callWanStatus(), null)
+		]).then(L.bind(function(res) {
+			var keys = res[0],
+			    defaults = conf.clientDefaults({
+			    	ddns: res[1],
+			    	wanStatus: res[2],
+			    	lan: uci.get('network', 'lan'),
+			    	browserHost: window.location.hostname,
+			    	listenPort: ifc.listen_port
+			    }),
+			    sourceText = {
+			    	ddns: _('From the dynamic DNS service %s.').format(defaults.ddnsService || ''),
+			    	wan: _('The current IPv4 address of the WAN interface.'),
+			    	browser: _('The address this page was opened with; from the Internet the router may have another one.')
+			    }[defaults.source] || '';
+
 			var fields = {
 				endpoint: E('input', {
-					'class': 'cbi-input-text', 'style': 'width:100%',
-					'value': ifc.listen_port ? '%s:%d'.format(window.location.hostname, ifc.listen_port) : ''
+					'class': 'cbi-input-text solowg-client-endpoint', 'style': 'width:100%',
+					'data-source': defaults.source || '',
+					'value': defaults.endpoint
 				}),
 				allowed: E('input', { 'class': 'cbi-input-text', 'style': 'width:100%', 'value': '0.0.0.0/0, ::/0' }),
-				dns: E('input', { 'class': 'cbi-input-text', 'style': 'width:100%', 'value': '' })
+				dns: E('input', { 'class': 'cbi-input-text solowg-client-dns', 'style': 'width:100%', 'value': defaults.dns.join(', ') })
 			},
 			    pre = E('pre', { 'class': 'solowg-client-conf', 'style': 'white-space:pre-wrap;word-break:break-all;font-size:85%' }),
 			    qrBox = E('div', { 'class': 'solowg-qr', 'style': 'max-width:320px;margin:0 auto' }),
@@ -359,7 +401,10 @@ return view.extend({
 				E('div', { 'class': 'solowg-client' }, [
 					E('p', {}, [ _('Configuration for the other end of peer %s on interface %s.').format(peer.description || shortKey(peer.public_key), ifc.name) ])
 				].concat(notes).concat([
-					E('div', { 'class': 'cbi-value' }, [ E('label', { 'class': 'cbi-value-title' }, _('Endpoint of this router')), E('div', { 'class': 'cbi-value-field' }, fields.endpoint) ]),
+					E('div', { 'class': 'cbi-value' }, [ E('label', { 'class': 'cbi-value-title' }, _('Endpoint of this router')), E('div', { 'class': 'cbi-value-field' }, [
+						fields.endpoint,
+						sourceText ? E('div', { 'class': 'cbi-value-description solowg-endpoint-source' }, [ sourceText ]) : ''
+					]) ]),
 					E('div', { 'class': 'cbi-value' }, [ E('label', { 'class': 'cbi-value-title' }, _('Routed through the tunnel')), E('div', { 'class': 'cbi-value-field' }, fields.allowed) ]),
 					E('div', { 'class': 'cbi-value' }, [ E('label', { 'class': 'cbi-value-title' }, _('DNS servers (optional)')), E('div', { 'class': 'cbi-value-field' }, fields.dns) ]),
 					qrBox,
@@ -381,7 +426,7 @@ return view.extend({
 	},
 
 	renderPeer: function(ifc, peer, now) {
-		var online = conf.isOnline(peer.latest_handshake, now),
+		var state = conf.peerState(peer.latest_handshake, now),
 		    allowed = L.toArray(peer.allowed_ips);
 
 		return E('tr', { 'class': 'tr solowg-peer', 'data-public-key': peer.public_key }, [
@@ -395,7 +440,7 @@ return view.extend({
 				(peer.endpoint_host && peer.endpoint_host != peer.endpoint) ? E('div', { 'style': 'font-size:85%' }, [ peer.endpoint_host ]) : ''
 			]),
 			E('td', { 'class': 'td', 'data-title': _('Latest handshake') }, [
-				badge(online), ' ',
+				badge(state), ' ',
 				E('span', { 'class': 'solowg-age', 'title': peer.latest_handshake ? new Date(peer.latest_handshake * 1000).toLocaleString() : '' },
 					[ ageText(peer.latest_handshake, now) ])
 			]),
@@ -416,8 +461,13 @@ return view.extend({
 
 	renderInterface: function(ifc, now) {
 		var drops = ifc.drops || {},
-		    dropText = Object.keys(drops).filter(function(k) { return drops[k] > 0; })
-		    	.map(function(k) { return '%s: %d'.format(k, drops[k]); }).join(', '),
+		    /* the daemon's counter names (no_route, ...) as short texts; the
+		     * name stays in the tooltip for logs and bug reports */
+		    dropList = Object.keys(drops).filter(function(k) { return drops[k] > 0; })
+		    	.map(function(k) {
+		    		return E('div', { 'class': 'solowg-drop', 'data-reason': k, 'title': k },
+		    			[ '%s: %d'.format(conf.dropReasonText(k), drops[k]) ]);
+		    	}),
 		    peers = ifc.peers || [];
 
 		return E('div', { 'class': 'cbi-section solowg-interface', 'data-interface': ifc.name }, [
@@ -427,7 +477,7 @@ return view.extend({
 				[ _('Listen port'), ifc.listen_port || _('none') ],
 				[ _('MTU'), ifc.mtu || '' ],
 				[ _('Firewall mark'), ifc.fwmark ? '0x%x'.format(ifc.fwmark) : _('off') ],
-				[ _('Dropped packets'), dropText || _('none') ]
+				[ _('Dropped packets'), dropList.length ? E('div', {}, dropList) : _('none') ]
 			].map(function(row) {
 				return E('tr', { 'class': 'tr' }, [
 					E('td', { 'class': 'td left', 'width': '25%' }, row[0]),
