@@ -73,9 +73,10 @@ echo "# test hosts" >"/etc/netns/$NT_NS_A/hosts"
 
 # A slow `uci` for the daemons: 3 s asleep, then the real one. Saving a generated key must
 # not hold up the daemon meanwhile. It records its PID so the test can look at it asleep.
+# While NT_TMP/uci-fail exists it fails instead, as a full or read-only overlay would.
 REAL_UCI=$(command -v "$UCI")
-printf '#!/bin/sh\necho "$$" >>"%s"\nsleep 3\nexec "%s" "$@"\n' "$NT_TMP/uci-slow.pids" "$REAL_UCI" \
-	>"$NT_TMP/bin/uci-slow"
+printf '#!/bin/sh\necho "$$" >>"%s"\n[ -e "%s" ] && exit 1\nsleep 3\nexec "%s" "$@"\n' \
+	"$NT_TMP/uci-slow.pids" "$NT_TMP/uci-fail" "$REAL_UCI" >"$NT_TMP/bin/uci-slow"
 chmod +x "$NT_TMP/bin/uci-slow"
 
 ubusd_start() {
@@ -334,6 +335,53 @@ no_stall() {
 		awk -v m="$ping_max" 'BEGIN { exit !(m < 500) }'
 }
 nt_check uci.tunnel-not-stalled-by-slow-uci no_stall || true
+
+# A renew (`up` of the running interface) that the daemon must refuse: a listen port another
+# socket holds. The configuration is applied whole or not at all, so the interface goes on as
+# it was, serving its old port; before, the refused renew removed it.
+pub_of() { status a | jq -r ".interfaces[] | select(.name==\"$1\") | .public_key"; }
+port_of() { status a | jq -r ".interfaces[] | select(.name==\"$1\") | .listen_port"; }
+old_port=$(port_of "${NT_IF_A}n")
+ip netns exec "$NT_NS_A" timeout 30 python3 -c 'import socket, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("0.0.0.0", 41999)); time.sleep(30)' &
+holder=$!
+NT_BG_PIDS+=("$holder")
+uci_ a set "network.${NT_IF_A}n.listen_port=41999"
+uci_ a commit network
+port_held() { ip netns exec "$NT_NS_A" ss -uln | grep -q ':41999 '; }
+nt_wait_until 5 port_held || nt_info "the port holder did not bind 41999"
+refused=$(ubus_ a call solowg up "{\"interface\":\"${NT_IF_A}n\"}" 2>&1 || true)
+nt_info "renew with a held port: $refused"
+renew_refused_kept() {
+	grep -q '"error"' <<<"$refused" && nt_link_exists "$NT_NS_A" "${NT_IF_A}n" &&
+		[[ $(port_of "${NT_IF_A}n") == "$old_port" ]]
+}
+nt_check netifd.refused-renew-keeps-interface renew_refused_kept || true
+kill "$holder" 2>/dev/null || true
+uci_ a delete "network.${NT_IF_A}n.listen_port"
+uci_ a commit network
+
+# A generated key that cannot be saved (uci fails): the interface keeps it when netifd sets it
+# up again (renew), instead of taking a new identity each time.
+uci_ a set "network.${NT_IF_A}k=interface"
+uci_ a set "network.${NT_IF_A}k.proto=solowg"
+uci_ a set "network.${NT_IF_A}k.private_key=generate"
+uci_ a commit network
+touch "$NT_TMP/uci-fail"
+handler a setup "${NT_IF_A}k" >/dev/null
+unsaved_logged() { grep -q "${NT_IF_A}k: generated a private key but could not save it" "$NT_TMP/solowg-a.log"; }
+nt_wait_until 5 unsaved_logged || nt_info "the failed save was not logged"
+key_before=$(pub_of "${NT_IF_A}k")
+ubus_ a call solowg up "{\"interface\":\"${NT_IF_A}k\"}" >/dev/null 2>&1 || true
+key_after=$(pub_of "${NT_IF_A}k")
+nt_info "unsaved generated key: public key ${key_before:0:8}... before the renew, ${key_after:0:8}... after"
+same_key() { [[ ${#key_before} -eq 44 && $key_before == "$key_after" ]]; }
+nt_check uci.unsaved-key-kept-across-renew same_key || true
+rm -f "$NT_TMP/uci-fail"
+handler a teardown "${NT_IF_A}k" >/dev/null
+uci_ a delete "network.${NT_IF_A}k"
+uci_ a commit network
+
 handler a teardown "${NT_IF_A}n" >/dev/null
 down_ok() { nt_sock_gone "${NT_IF_A}n" && ! nt_link_exists "$NT_NS_A" "${NT_IF_A}n"; }
 nt_check netifd.teardown-removes-interface nt_wait_until 3 down_ok || true

@@ -63,6 +63,14 @@ impl Managed {
             icfg.private_key = KeySpec::Key(w.key.clone());
             return;
         }
+        // Set up again (netifd's renew) after the key could not be saved: the running
+        // interface keeps its identity, and saving is tried once more.
+        if let Some(KeySpec::Key(k)) = self.running.get(&icfg.name).map(|r| &r.private_key) {
+            let key = k.clone();
+            self.save_key(&icfg.name, &key);
+            icfg.private_key = KeySpec::Key(key);
+            return;
+        }
         let key = self.new_private_key();
         self.save_key(&icfg.name, &key);
         icfg.private_key = KeySpec::Key(key);

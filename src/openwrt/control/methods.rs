@@ -68,7 +68,8 @@ impl Managed {
             });
         };
         let mut icfg = cfg.interfaces.swap_remove(pos);
-        if d.get(ifname).is_none() {
+        let created = d.get(ifname).is_none();
+        if created {
             let mtu = icfg.mtu.unwrap_or(iface::DEFAULT_MTU);
             let (tun, udp, uapi, dev) = iface::open(ifname, mtu)?;
             d.add(tun, udp, uapi, dev)
@@ -80,8 +81,12 @@ impl Managed {
         }
         self.ensure_key(&mut icfg);
         if let Err(e) = self.apply(d, &icfg, None) {
-            d.remove(ifname);
-            let _ = std::fs::remove_file(iface::socket_path(ifname));
+            // A refused configuration changes nothing (applied whole or not at all): an
+            // interface that was running (renew) goes on as it was.
+            if created {
+                d.remove(ifname);
+                let _ = std::fs::remove_file(iface::socket_path(ifname));
+            }
             return Err(e);
         }
         let reply = Self::netifd_data(d, &icfg, errors);
