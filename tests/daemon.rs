@@ -516,6 +516,38 @@ fn fresh_daemon_state_socket_and_tun() {
     assert!(link.contains("tun type tun"), "not a TUN: {link}");
 }
 
+/// Once up, the daemon holds CAP_NET_ADMIN and CAP_NET_BIND_SERVICE only (and CAP_NET_RAW
+/// with the packet path on), in its bounding set too, with no_new_privs; and still works: a
+/// fwmark (CAP_NET_ADMIN) and a new port are applied.
+#[test]
+fn capabilities_are_dropped_after_setup() {
+    if skip() {
+        return;
+    }
+    let field = |status: &str, name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .map(|v| v.trim().to_string())
+            .unwrap_or_default()
+    };
+    let d = daemon();
+    let status = std::fs::read_to_string(format!("/proc/{}/status", d.pid())).unwrap();
+    let kept = format!("{:016x}", (1u64 << 12) | (1 << 10));
+    for name in ["CapEff:", "CapPrm:", "CapBnd:"] {
+        assert_eq!(field(&status, name), kept, "{name} in {status}");
+    }
+    assert_eq!(field(&status, "CapInh:"), "0000000000000000");
+    assert_eq!(field(&status, "NoNewPrivs:"), "1");
+    assert_eq!(set(&d, &format!("fwmark=51\n{}", full_config())), 0);
+    assert_eq!(value(&get(&d), "fwmark"), Some("51"));
+    assert!(
+        d.log_text().contains("capabilities kept"),
+        "{}",
+        d.log_text()
+    );
+}
+
 #[test]
 fn set_is_all_or_nothing() {
     if skip() {

@@ -12,6 +12,7 @@ use crate::log;
 use crate::openwrt::control::{Managed, Options};
 use crate::sys::event_loop::{Daemon, Exit};
 use crate::sys::iface;
+use crate::sys::privileges;
 use crate::sys::sched;
 use std::io::{self, BufRead, BufReader, Write};
 use std::os::unix::process::CommandExt;
@@ -181,6 +182,7 @@ fn run_managed(args: &[String]) -> i32 {
         return 1;
     };
     log::info(format_args!("managed mode, serving ubus object 'solowg'"));
+    privileges::restrict(crate::sys::packet_tx::wanted());
     sched::batch_scheduling();
     let exit = daemon.run(Some(&mut *managed));
     managed.shutdown(&mut daemon);
@@ -299,6 +301,7 @@ fn run_foreground(args: Args) -> i32 {
         println!("ready");
         let _ = io::stdout().flush();
     }
+    privileges::restrict(crate::sys::packet_tx::wanted());
     sched::batch_scheduling();
     let exit = daemon.run(None);
     let _ = std::fs::remove_file(iface::socket_path(&args.ifname));

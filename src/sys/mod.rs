@@ -13,6 +13,7 @@ pub mod netlink;
 pub mod offload;
 pub mod packet_tx;
 pub mod poller;
+pub mod privileges;
 pub mod route_query;
 pub mod sched;
 pub mod signals;
