@@ -389,6 +389,16 @@ uci_mode() {
 		[[ $reply == *'"path":"solowg"'* && $reply == *'"up":{"interface":3}'* &&
 			$reply == *'"reload":{}'* && $reply == *'"status":{}'* ]]; then
 		pass "$pre.object-registered" "with up, reload and status, $(($(now_ms) - t1)) ms after the start"
+		# Privileges given up once running (src/sys/privileges.rs), on this kernel's MIPS ABI:
+		# CAP_NET_ADMIN and CAP_NET_BIND_SERVICE only, in the bounding set too, no_new_privs.
+		caps=$(grep -E '^(CapEff|CapPrm|CapBnd|CapInh|NoNewPrivs):' "/proc/$spid/status" | tr -s '\t ' ' ' | tr '\n' ' ')
+		if [[ $caps == *"CapInh: 0000000000000000"* && $caps == *"CapPrm: 0000000000001400"* &&
+			$caps == *"CapEff: 0000000000001400"* && $caps == *"CapBnd: 0000000000001400"* &&
+			$caps == *"NoNewPrivs: 1"* ]]; then
+			pass "$pre.privileges-dropped" "$caps"
+		else
+			fail "$pre.privileges-dropped" "$caps"
+		fi
 	else
 		fail "$pre.object-registered" "${reply:-no object 'solowg' within 10 s}"
 		tail -n 20 /tmp/solowg-uci.log | indent
