@@ -6,39 +6,13 @@ use solowg::crypto::{clamp, public_key, Rng};
 use solowg::proto::device::{Device, Verdict};
 use solowg::proto::uapi::{AllowedIpChange, PeerChange, SetRequest};
 use solowg::proto::wire::HEADROOM;
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant, SystemTime};
 use zeroize::Zeroizing;
 
-struct Counting;
-
-static ALLOCS: AtomicUsize = AtomicUsize::new(0);
-thread_local! {
-    static COUNTING: Cell<bool> = const { Cell::new(false) };
-}
-
-// SAFETY: defers to the system allocator; only adds a counter.
-#[allow(unsafe_code)]
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if COUNTING.with(Cell::get) {
-            ALLOCS.fetch_add(1, Ordering::Relaxed);
-        }
-        System.alloc(layout)
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        System.dealloc(ptr, layout)
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if COUNTING.with(Cell::get) {
-            ALLOCS.fetch_add(1, Ordering::Relaxed);
-        }
-        System.realloc(ptr, layout, new_size)
-    }
-}
+mod counting;
+use counting::{count, Counting, ALLOCS};
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
@@ -103,7 +77,7 @@ fn data_path_does_not_allocate() {
 
     let mut now = t0;
     let mut delivered = 0;
-    COUNTING.with(|c| c.set(true));
+    count(true);
     for i in 0..20_000usize {
         now += Duration::from_micros(50);
         let len = 20 + (i * 37) % 1400;
@@ -125,7 +99,7 @@ fn data_path_does_not_allocate() {
         while a.poll_output(now, &mut out).is_some() {}
         while b.poll_output(now, &mut out).is_some() {}
     }
-    COUNTING.with(|c| c.set(false));
+    count(false);
     assert_eq!(delivered, 20_000);
     assert_eq!(
         ALLOCS.load(Ordering::Relaxed),

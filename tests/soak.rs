@@ -12,45 +12,12 @@ mod common;
 
 use common::*;
 use solowg::proto::uapi::{PeerChange, SetRequest};
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::sync::atomic::{AtomicIsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-struct Counting;
-
-/// Bytes allocated and not yet freed by the measured thread.
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-thread_local! {
-    static COUNTING: Cell<bool> = const { Cell::new(false) };
-}
-
-// SAFETY: defers to the system allocator; only adds a counter.
-#[allow(unsafe_code)]
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if COUNTING.with(Cell::get) {
-            LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        }
-        System.alloc(layout)
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        if COUNTING.with(Cell::get) {
-            LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
-        }
-        System.dealloc(ptr, layout)
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if COUNTING.with(Cell::get) {
-            LIVE.fetch_add(
-                new_size as isize - layout.size() as isize,
-                Ordering::Relaxed,
-            );
-        }
-        System.realloc(ptr, layout, new_size)
-    }
-}
+mod counting;
+use counting::{count, Counting, LIVE};
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
@@ -70,7 +37,7 @@ fn initiations(net: &Net) -> usize {
 
 #[test]
 fn six_months_of_a_busy_tunnel_leave_the_device_as_it_was() {
-    COUNTING.with(|c| c.set(true));
+    count(true);
     let mut net = Net::new(3);
     net.connect(A, B);
     net.connect(B, A);
@@ -147,7 +114,7 @@ fn six_months_of_a_busy_tunnel_leave_the_device_as_it_was() {
             assert_eq!(net.nodes[A].dev.peer_count(), 1, "C removed every day");
         }
     }
-    COUNTING.with(|c| c.set(false));
+    count(false);
     // Nearly every packet arrives: the ones sent while a handshake was under way wait in
     // staging and are flushed after it.
     assert!(
