@@ -1,9 +1,11 @@
 #!/bin/sh
 # netifd protocol handler for 'proto solowg'. The tunnels are served by one daemon
-# (/etc/init.d/solowg): setup asks it over ubus to create and configure the interface from
-# /etc/config/network, then announces the addresses, routes and endpoint host dependencies
-# it returns; renew does the same on the running interface (peers added since); teardown
-# asks it to remove the interface. Configuration errors are shown in
+# (/etc/init.d/solowg), which runs as its own user and cannot read /etc/config/network:
+# setup first hands it the tunnels' sections (`solowg export`, which also saves a key for an
+# interface without one), then asks it over ubus to create and configure the interface, then
+# announces the addresses, routes and endpoint host dependencies it returns; renew does the
+# same on the running interface (peers added since); teardown asks it to remove the
+# interface. Configuration errors are shown in
 # `ubus call network.interface.<name> status` and stop netifd from retrying in a loop.
 
 [ -n "$INCLUDE_ONLY" ] || [ -x /usr/sbin/solowg ] || exit 0
@@ -50,10 +52,26 @@ solowg_split() {
 }
 
 # solowg_up INTERFACE: the daemon's `up` reply (JSON) once its object is there; fails when
-# the daemon is not reachable within SOLOWG_WAIT seconds.
+# the daemon is not reachable within SOLOWG_WAIT seconds. A configuration that could not be
+# handed over is an `up` error as well.
 solowg_up() {
-	ubus -t "$SOLOWG_WAIT" wait_for solowg >/dev/null 2>&1 &&
-		ubus -t 15 call solowg up "{\"interface\":\"$1\"}" 2>/dev/null
+	local msg
+	ubus -t "$SOLOWG_WAIT" wait_for solowg >/dev/null 2>&1 || return 1
+	# After the wait: the daemon made its directory its own when it started.
+	msg=$(solowg export 2>&1)
+	case $? in
+	0) ;;
+	# Handed over, but a generated key could not be saved: the interface comes up with one
+	# the daemon keeps in memory, and the log says why.
+	3) printf '%s\n' "$msg" | logger -t solowg ;;
+	*)
+		json_init
+		json_add_string error "${msg#solowg export: }"
+		json_dump
+		return 0
+		;;
+	esac
+	ubus -t 15 call solowg up "{\"interface\":\"$1\"}" 2>/dev/null
 }
 
 # solowg_announce INTERFACE: tells netifd what the loaded `up` reply holds. A complete

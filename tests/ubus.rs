@@ -89,6 +89,8 @@ struct Provider {
     client: UbusClient,
     registrations: u32,
     calls: u32,
+    /// Outcomes of our own calls: method and status.
+    done: Vec<(String, u32)>,
 }
 
 const TOKEN: u64 = 1;
@@ -107,6 +109,7 @@ impl Provider {
             client: UbusClient::new(sock, spec),
             registrations: 0,
             calls: 0,
+            done: Vec::new(),
         }
     }
 
@@ -163,6 +166,7 @@ impl Provider {
                     };
                     r.unwrap();
                 }
+                Event::CallDone { method, status, .. } => self.done.push((method, status)),
             }
         }
     }
@@ -249,6 +253,19 @@ fn scenario(ubusd: &Path, flavor: Flavor, tool: &Path, tag: &str) {
         squash(&out),
         r#"{"name":"solowgtest","registrations":1,"up":true}"#
     );
+
+    // Our own calls through the broker (as the daemon's notify_proto to netifd): here of
+    // our own object, which the broker hands back to us to answer; and of a missing one.
+    let arg = [("msg".to_string(), Value::str("x"))];
+    p.client.call("solowgtest", "echo", &arg).unwrap();
+    p.run_until(Duration::from_secs(5), |p| !p.done.is_empty());
+    assert_eq!(p.done.pop(), Some(("echo".into(), Status::Ok as u32)));
+    p.client.call("solowgtest", "echo", &[]).unwrap();
+    p.run_until(Duration::from_secs(5), |p| !p.done.is_empty());
+    assert_eq!(p.done.pop(), Some(("echo".into(), Status::InvalidArgument as u32)));
+    p.client.call("network.interface", "notify_proto", &arg).unwrap();
+    p.run_until(Duration::from_secs(5), |p| !p.done.is_empty());
+    assert_eq!(p.done.pop(), Some(("notify_proto".into(), Status::NotFound as u32)));
 
     // Missing argument: our INVALID_ARGUMENT (2) is the exit status; unknown method: 3.
     let (rc, _) = ubus_client(

@@ -578,81 +578,110 @@ fn random_files_read_like_uci() {
     }
 }
 
-/// The managed daemon saves a generated key by feeding `uci batch` its commands through a
-/// pipe (never the command line), without waiting: the real CLI must read them from its
-/// standard input, set the option and commit, leaving the rest of the file as it was.
+/// `solowg export` (root, before `up` and `reload`): a `proto solowg` interface without a
+/// key gets one, saved by the real `uci batch` from its standard input; the copy handed to
+/// the daemon holds that interface, its peers (both section types) and nothing else of the
+/// file, mode 0600, and reads the same as the original; the rest of the file is untouched.
 #[test]
-fn generated_key_saved_by_uci_batch_from_stdin() {
-    use solowg::openwrt::control::key_commands;
-    use std::process::Stdio;
-    let Some(bin) = uci_bin("generated_key_saved_by_uci_batch_from_stdin") else {
+fn export_saves_keys_and_hands_over_only_solowg_sections() {
+    use solowg::openwrt::handover::{self, key_commands};
+    use std::os::unix::fs::PermissionsExt;
+    let Some(bin) = uci_bin("export_saves_keys_and_hands_over_only_solowg_sections") else {
         return;
     };
     let u = Uci::new(bin);
+    u.set("wan", "interface");
+    u.set("wan.proto", "pppoe");
+    u.set("wan.password", "pppoe-secret");
+    u.set("kwg", "interface");
+    u.set("kwg.proto", "wireguard");
+    u.set("kwg.private_key", &key(9));
     u.set("wg0", "interface");
     u.set("wg0.proto", "solowg");
-    u.set("wg0.private_key", "generate");
     u.set("wg0.listen_port", "51820");
+    u.add_list("wg0.addresses", "10.9.0.1/24");
     u.set("peer1", "solowg_wg0");
     u.set("peer1.public_key", &key(3));
+    u.set("peer1.description", "it's \"quoted\"\nacross lines");
     u.add_list("peer1.allowed_ips", "10.9.0.2/32");
-    let secret = zeroize::Zeroizing::new([0xa7u8; 32]);
-    let cmds = key_commands("wg0", &secret).expect("a UCI name");
-    assert!(!cmds.contains('\0'));
-    let mut child = Command::new(&u.bin)
-        .arg("-q")
-        .arg("-c")
-        .arg(u.root.join("config"))
-        .arg("-t")
-        .arg(u.root.join("save"))
-        .arg("batch")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("run uci");
-    solowg::sys::child::feed(child.stdin.take().unwrap(), cmds.as_bytes()).unwrap();
-    assert!(child.wait().unwrap().success());
-    let cfg = load(&u);
-    let i = cfg.interface("wg0").expect("wg0 loads");
-    assert!(matches!(&i.private_key, KeySpec::Key(k) if k[..] == secret[..]));
-    assert_eq!(i.listen_port, Some(51820));
-    assert_eq!(i.peers.len(), 1);
-    assert_eq!(
-        u.run(&["get", "network.wg0.private_key"]).trim(),
-        base64(&secret[..])
+    let anon = u.add("wireguard_wg0");
+    u.set(&format!("{anon}.public_key"), &key(4));
+    u.set("wg1", "interface");
+    u.set("wg1.proto", "solowg");
+    u.set("wg1.private_key", &key(5));
+    u.run(&["commit", PKG]);
+    let before_other = u.run(&["show", "network.wan"]);
+    let to = u.root.join("run");
+    let opts = handover::Options {
+        config_dir: u.root.join("config"),
+        uci: u.bin.display().to_string(),
+        to_dir: to.clone(),
+    };
+    let out = handover::run(&opts).expect("export");
+    assert_eq!(out.keys_saved, ["wg0"]);
+    assert!(out.keys_not_saved.is_empty(), "{:?}", out.keys_not_saved);
+    assert_eq!(out.sections, 4);
+    let saved = u.run(&["get", "network.wg0.private_key"]);
+    assert_eq!(saved.trim().len(), 44);
+    assert_eq!(u.run(&["show", "network.wan"]), before_other);
+    let handed = std::fs::read_to_string(to.join("network")).unwrap();
+    let mode = std::fs::metadata(to.join("network"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+    assert!(
+        !handed.contains("pppoe-secret") && !handed.contains(&key(9)),
+        "{handed}"
     );
-    // Committed: no change is left pending in the save directory.
-    assert_eq!(u.run(&["changes", PKG]), "");
+    let orig = load(&u);
+    let copy = config::parse_network(&handed);
+    assert!(copy.errors.is_empty(), "{:?}", copy.errors);
+    for name in ["wg0", "wg1"] {
+        let (a, b) = (orig.interface(name).unwrap(), copy.interface(name).unwrap());
+        assert_eq!(format!("{a:?}"), format!("{b:?}"));
+        match (&a.private_key, &b.private_key) {
+            (KeySpec::Key(x), KeySpec::Key(y)) => assert_eq!(x[..], y[..]),
+            _ => panic!("{name}: no key handed over"),
+        }
+    }
+    assert_eq!(copy.interface("wg0").unwrap().peers.len(), 2);
+    // Run again: nothing to generate, the same copy.
+    let again = handover::run(&opts).expect("export");
+    assert!(again.keys_saved.is_empty());
+    assert_eq!(std::fs::read_to_string(to.join("network")).unwrap(), handed);
+
+    // A key `uci` cannot save is reported, and not handed over: the daemon keeps one in
+    // memory instead of taking a new identity at every export.
+    u.run(&["set", "network.wg1.private_key=generate"]);
+    u.run(&["commit", PKG]);
+    let failing = handover::Options {
+        uci: "false".into(),
+        ..opts
+    };
+    let out = handover::run(&failing).expect("export");
+    assert!(out.keys_saved.is_empty());
+    assert!(
+        out.keys_not_saved[0].starts_with("wg1: "),
+        "{:?}",
+        out.keys_not_saved
+    );
+    let handed = config::parse_network(&std::fs::read_to_string(to.join("network")).unwrap());
+    assert!(matches!(
+        handed.interface("wg1").unwrap().private_key,
+        KeySpec::Generate
+    ));
+
+    // Syntax errors: nothing handed over (the daemon keeps what it has).
+    let keep = std::fs::read_to_string(to.join("network")).unwrap();
+    std::fs::write(u.path(), format!("{}\nconfig 'broken\n", u.read())).unwrap();
+    assert!(handover::run(&failing).is_err());
+    assert_eq!(std::fs::read_to_string(to.join("network")).unwrap(), keep);
+
     // Anything but a UCI name would change the batch's meaning: refused.
+    let secret = zeroize::Zeroizing::new([0xa7u8; 32]);
+    assert!(key_commands("wg0", &secret).is_some());
     for bad in ["", "wg0'\ncommit", "wg 0", "wg0.x", "wg0;"] {
         assert!(key_commands(bad, &secret).is_none(), "{bad:?}");
     }
-}
-
-/// `sys::child::feed` hands over small input and closes the pipe, and returns at once,
-/// with an error, when the input does not fit the pipe (it never waits for the reader).
-#[test]
-fn feeding_a_child_never_waits() {
-    use std::process::Stdio;
-    let mut cat = Command::new("cat")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("cat");
-    solowg::sys::child::feed(cat.stdin.take().unwrap(), b"set a.b.c='d'\n").unwrap();
-    let out = cat.wait_with_output().unwrap();
-    assert_eq!(out.stdout, b"set a.b.c='d'\n");
-    // `sleep` never reads: 1 MiB cannot fit a pipe (64 KiB by default). A blocking write
-    // would return only once `sleep` had exited (EPIPE); this one returns while it runs.
-    let mut sleeper = Command::new("sleep")
-        .arg("10")
-        .stdin(Stdio::piped())
-        .spawn()
-        .expect("sleep");
-    let r = solowg::sys::child::feed(sleeper.stdin.take().unwrap(), &vec![b'x'; 1 << 20]);
-    let still_running = matches!(sleeper.try_wait(), Ok(None));
-    let _ = sleeper.kill();
-    let _ = sleeper.wait();
-    assert!(still_running, "feed waited for the reader");
-    assert_eq!(r.unwrap_err().kind(), std::io::ErrorKind::WriteZero);
 }

@@ -10,6 +10,7 @@ pub mod show;
 
 use crate::log;
 use crate::openwrt::control::{Managed, Options};
+use crate::openwrt::handover;
 use crate::sys::event_loop::{Daemon, Exit};
 use crate::sys::iface;
 use crate::sys::privileges;
@@ -23,7 +24,8 @@ const NOTIFY_ENV: &str = "SOLOWG_NOTIFY_PARENT";
 
 const USAGE: &str = "\
 Usage: solowg [-f|--foreground] <interface-name>
-       solowg --uci [--config-dir DIR] [--uci-bin PATH] [--ubus-bin PATH] [--state-file PATH]
+       solowg --uci [--config-dir DIR] [--state-file PATH] [--user NAME|UID:GID]
+       solowg export [--config-dir DIR] [--uci-bin PATH] [--to DIR]
        solowg show [all | interfaces | <interface-name>] [<field> | dump]
        solowg genkey | genpsk | pubkey
        solowg help | --version
@@ -35,6 +37,12 @@ Without -f it detaches once the interface is ready.
 --uci: OpenWrt mode, in the foreground (procd runs it). Serves the ubus object 'solowg'
 (up, down, reload, status, genkey, pubkey, genpsk); netifd's handler brings each
 'proto solowg' interface of DIR/network (default /etc/config) up and down through it.
+With --user it runs as that user once its sockets are open, keeping only the
+capabilities it uses (OpenWrt: --user solowg --config-dir /var/run/solowg).
+export: run by root before `up` and `reload` when the daemon runs as its own user:
+saves a key for 'proto solowg' interfaces without one (uci batch) and copies those
+interfaces and their peers from DIR/network (default /etc/config) to TO/network
+(default /var/run/solowg), readable by TO's owner only.
 show: what `wg show` prints, read from the UAPI sockets (root's). Fields: public-key,
 private-key, listen-port, fwmark, peers, preshared-keys, endpoints, allowed-ips,
 latest-handshakes, persistent-keepalive, transfer; `dump` prints them all, tab-separated.
@@ -148,11 +156,10 @@ fn spawn_background(ifname: &str) -> i32 {
 fn run_managed(args: &[String]) -> i32 {
     let mut opts = Options {
         config_dir: "/etc/config".into(),
-        uci: "uci".into(),
         ubus_socket: crate::openwrt::ubus::socket_path(),
-        ubus_cli: "ubus".into(),
         state_file: "/var/run/solowg/interfaces".into(),
     };
+    let mut user = None;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match (a.as_str(), it.clone().next()) {
@@ -160,16 +167,12 @@ fn run_managed(args: &[String]) -> i32 {
                 opts.config_dir = v.into();
                 it.next();
             }
-            ("--uci-bin", Some(v)) => {
-                opts.uci = v.clone();
-                it.next();
-            }
-            ("--ubus-bin", Some(v)) => {
-                opts.ubus_cli = v.clone();
-                it.next();
-            }
             ("--state-file", Some(v)) => {
                 opts.state_file = v.into();
+                it.next();
+            }
+            ("--user", Some(v)) => {
+                user = Some(v.clone());
                 it.next();
             }
             _ => {
@@ -178,11 +181,21 @@ fn run_managed(args: &[String]) -> i32 {
             }
         }
     }
+    let account = match user.map(|u| own_account(&u, &opts)).transpose() {
+        Ok(a) => a,
+        Err(e) => {
+            log::error(format_args!("{e}"));
+            return 1;
+        }
+    };
     let Some((mut daemon, mut managed)) = start_managed(opts) else {
         return 1;
     };
     log::info(format_args!("managed mode, serving ubus object 'solowg'"));
-    privileges::restrict(crate::sys::packet_tx::wanted());
+    if let Err(e) = privileges::restrict(crate::sys::packet_tx::wanted(), account.as_ref()) {
+        log::error(format_args!("{e}"));
+        return 1;
+    }
     sched::batch_scheduling();
     let exit = daemon.run(Some(&mut *managed));
     managed.shutdown(&mut daemon);
@@ -192,6 +205,69 @@ fn run_managed(args: &[String]) -> i32 {
     }
     log::info(format_args!("shutting down"));
     0
+}
+
+/// `--user`: the account, and the directories it will write to made its own while the
+/// daemon is still root.
+fn own_account(spec: &str, opts: &Options) -> Result<privileges::Account, String> {
+    let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
+    let a = privileges::account(spec, &passwd)?;
+    let mut dirs = vec![
+        opts.config_dir.as_path(),
+        std::path::Path::new(iface::SOCKET_DIR),
+    ];
+    if let Some(d) = opts.state_file.parent() {
+        dirs.push(d);
+    }
+    // /etc/config is root's: the account only reads what root hands over (`export`).
+    dirs.retain(|d| !d.starts_with("/etc"));
+    privileges::give_dirs(&a, &dirs)?;
+    privileges::give_tun_device(&a)?;
+    Ok(a)
+}
+
+/// `export`: see `openwrt::handover`.
+fn run_export(args: &[String]) -> i32 {
+    let mut opts = handover::Options {
+        config_dir: "/etc/config".into(),
+        uci: "uci".into(),
+        to_dir: "/var/run/solowg".into(),
+    };
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let Some(v) = it.next() else {
+            eprintln!("solowg export: unexpected argument '{a}'\n\n{USAGE}");
+            return 1;
+        };
+        match a.as_str() {
+            "--config-dir" => opts.config_dir = v.into(),
+            "--uci-bin" => opts.uci = v.clone(),
+            "--to" => opts.to_dir = v.into(),
+            _ => {
+                eprintln!("solowg export: unexpected argument '{a}'\n\n{USAGE}");
+                return 1;
+            }
+        }
+    }
+    match handover::run(&opts) {
+        Ok(out) => {
+            for n in &out.keys_saved {
+                eprintln!("solowg export: {n}: generated a private key and saved it");
+            }
+            for e in &out.keys_not_saved {
+                eprintln!("solowg export: {e}; the daemon keeps a key in memory until it restarts");
+            }
+            if out.keys_not_saved.is_empty() {
+                0
+            } else {
+                3
+            }
+        }
+        Err(e) => {
+            eprintln!("solowg export: {e}");
+            1
+        }
+    }
 }
 
 /// The loop and the ubus object of `--uci`, boxed: `run_managed`'s frame then stays small
@@ -225,6 +301,7 @@ pub fn run(argv: Vec<String>) -> i32 {
     }
     match argv.get(1).map(String::as_str) {
         Some("--uci") => return run_managed(&argv[2..]),
+        Some("export") => return run_export(&argv[2..]),
         Some("show") => {
             return match show::run(&argv[2..]) {
                 Ok(shown) => {
@@ -301,7 +378,10 @@ fn run_foreground(args: Args) -> i32 {
         println!("ready");
         let _ = io::stdout().flush();
     }
-    privileges::restrict(crate::sys::packet_tx::wanted());
+    if let Err(e) = privileges::restrict(crate::sys::packet_tx::wanted(), None) {
+        log::error(format_args!("{e}"));
+        return 1;
+    }
     sched::batch_scheduling();
     let exit = daemon.run(None);
     let _ = std::fs::remove_file(iface::socket_path(&args.ifname));

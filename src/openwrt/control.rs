@@ -9,8 +9,8 @@
 //! One file per part: `methods` (the ubus methods and their replies), `network_file` (reading
 //! the configuration for them), `diff` (what a new configuration changes on a running
 //! interface; pure, no I/O), `managed` (the event loop's control hook and the periodic checks),
-//! `endpoints` (host name endpoints), `keys` (saving a generated key with `uci`, off the loop)
-//! and `state` (the state file of the interfaces up).
+//! `endpoints` (host name endpoints), `keys` (an interface without a saved key) and `state`
+//! (the state file of the interfaces up).
 
 mod diff;
 mod endpoints;
@@ -20,7 +20,5 @@ mod methods;
 mod network_file;
 mod state;
 
-#[cfg(feature = "internals")]
-pub use keys::key_commands;
 pub use managed::{Managed, Options};
 pub use methods::{object_spec, OBJECT};

@@ -8,7 +8,9 @@
 //! argument name -> blobmsg type as INT32) and get DATA (object id) and STATUS back. A
 //! method call arrives as INVOKE; the answer is DATA (optional) and STATUS with the same
 //! sequence number, addressed to the caller's peer id. Events are INVOKEs of method `send`
-//! on the broker's event object (id 1).
+//! on the broker's event object (id 1). Our own calls of other objects (netifd's
+//! `notify_proto`) are a LOOKUP of the path (DATA with its id, then STATUS) followed by an
+//! INVOKE addressed to that id, answered by STATUS.
 
 use crate::log;
 use crate::openwrt::blobmsg::{self, attrs, DecodeError, Value};
@@ -35,6 +37,7 @@ const MSG_HELLO: u8 = 0;
 const MSG_STATUS: u8 = 1;
 const MSG_DATA: u8 = 2;
 const MSG_PING: u8 = 3;
+const MSG_LOOKUP: u8 = 4;
 const MSG_INVOKE: u8 = 5;
 const MSG_ADD_OBJECT: u8 = 6;
 
@@ -50,6 +53,10 @@ const ATTR_MAX: usize = 14;
 
 /// The broker's event object: events are INVOKE "send" on it.
 const EVENT_OBJECT: u32 = 1;
+
+/// Our calls awaiting an answer. They are rare (one per endpoint resolved from DNS); past
+/// this the oldest is forgotten, so an object that never answers cannot grow the list.
+const MAX_CALLS: usize = 16;
 
 /// ubus status codes (`enum ubus_msg_status`), all of them: the numbering is the protocol's.
 #[allow(dead_code)]
@@ -162,6 +169,28 @@ pub enum Event {
         args: Value,
         token: Token,
     },
+    /// The outcome of one of our [`UbusConn::call`]s: the object's status, or NotFound
+    /// when the path is not there.
+    CallDone {
+        path: String,
+        method: String,
+        status: u32,
+    },
+}
+
+/// One of our calls: looked up, then invoked.
+struct Call {
+    path: String,
+    method: String,
+    /// The encoded argument table (the DATA attribute's payload).
+    data: Vec<u8>,
+    stage: CallStage,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum CallStage {
+    Lookup { seq: u16, id: Option<u32> },
+    Invoke { seq: u16 },
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -217,6 +246,7 @@ pub struct UbusConn {
     seq: u16,
     generation: u32,
     events: VecDeque<Event>,
+    calls: VecDeque<Call>,
 }
 
 /// One message header.
@@ -264,6 +294,7 @@ impl UbusConn {
             seq: 0,
             generation: 0,
             events: VecDeque::new(),
+            calls: VecDeque::new(),
         }
     }
 
@@ -274,6 +305,8 @@ impl UbusConn {
         self.rx = Vec::new();
         self.tx = Vec::new();
         self.events.clear();
+        // Their answers would come from a broker that no longer knows them.
+        self.calls.clear();
         self.generation = self.generation.wrapping_add(1);
     }
 
@@ -396,11 +429,99 @@ impl UbusConn {
                 }
             }
             (MSG_INVOKE, _) => self.invoke(hdr, &tb),
+            (MSG_DATA | MSG_STATUS, _) if self.call_answered(hdr, &tb)? => Ok(()),
             // Replies to our event sends (the C broker sends none) and anything else we did
             // not ask for; the brokers don't ping clients, and a PING needs no answer.
             (MSG_STATUS | MSG_DATA | MSG_PING, _) => Ok(()),
             _ => Ok(()),
         }
+    }
+
+    /// Moves one of our calls on if `hdr` answers it; false when the message is not ours.
+    fn call_answered(
+        &mut self,
+        hdr: Header,
+        tb: &[Option<&[u8]>; ATTR_MAX],
+    ) -> Result<bool, UbusError> {
+        let Some(i) = self.calls.iter().position(|c| match c.stage {
+            CallStage::Lookup { seq, .. } | CallStage::Invoke { seq } => seq == hdr.seq,
+        }) else {
+            return Ok(false);
+        };
+        let status = tb[usize::from(ATTR_STATUS)].and_then(u32_of);
+        match (hdr.ty, self.calls[i].stage) {
+            (MSG_DATA, CallStage::Lookup { seq, id: None }) => {
+                let id = tb[usize::from(ATTR_OBJID)].and_then(u32_of);
+                self.calls[i].stage = CallStage::Lookup { seq, id };
+            }
+            (MSG_STATUS, CallStage::Lookup { id: Some(id), .. }) if status == Some(0) => {
+                let seq = self.next_seq();
+                let c = &mut self.calls[i];
+                c.stage = CallStage::Invoke { seq };
+                let mut b = Vec::new();
+                blobmsg::put_blob_u32(&mut b, ATTR_OBJID, id);
+                blobmsg::put_blob_str(&mut b, ATTR_METHOD, &c.method);
+                let at = blobmsg::begin(&mut b);
+                b.extend_from_slice(&c.data);
+                blobmsg::end(&mut b, at, false, ATTR_DATA);
+                self.queue(MSG_INVOKE, seq, id, &b)?;
+            }
+            (MSG_STATUS, stage) => {
+                let c = self.calls.remove(i).expect("index found above");
+                let status = match (status, stage) {
+                    // A lookup that found nothing answers 0 with no DATA before it.
+                    (Some(0) | None, CallStage::Lookup { .. }) => Status::NotFound as u32,
+                    (Some(s), _) => s,
+                    (None, _) => Status::UnknownError as u32,
+                };
+                self.events.push_back(Event::CallDone {
+                    path: c.path,
+                    method: c.method,
+                    status,
+                });
+            }
+            // The called method's DATA, or a second DATA of a lookup: nothing we use.
+            _ => {}
+        }
+        Ok(true)
+    }
+
+    /// Calls `method` of the object at `path` with the argument table `args`; the outcome
+    /// comes as [`Event::CallDone`]. Only once registered: before that the broker is not
+    /// known to be there.
+    pub fn call(
+        &mut self,
+        path: &str,
+        method: &str,
+        args: &[(String, Value)],
+    ) -> Result<(), UbusError> {
+        if self.object_id().is_none() {
+            return Err(UbusError::NotConnected);
+        }
+        let mut data = Vec::new();
+        blobmsg::encode_table(&mut data, args);
+        if data.len() + 64 + path.len() + method.len() > MAX_MESSAGE {
+            return Err(UbusError::TooLarge);
+        }
+        if self.calls.len() >= MAX_CALLS {
+            if let Some(old) = self.calls.pop_front() {
+                log::error(format_args!(
+                    "ubus: no answer to {} {}; given up",
+                    old.path, old.method
+                ));
+            }
+        }
+        let seq = self.next_seq();
+        let mut b = Vec::new();
+        blobmsg::put_blob_str(&mut b, ATTR_OBJPATH, path);
+        self.queue(MSG_LOOKUP, seq, 0, &b)?;
+        self.calls.push_back(Call {
+            path: path.to_string(),
+            method: method.to_string(),
+            data,
+            stage: CallStage::Lookup { seq, id: None },
+        });
+        Ok(())
     }
 
     fn add_object(&mut self) -> Result<(), UbusError> {
@@ -756,6 +877,18 @@ impl UbusClient {
         r
     }
 
+    /// See [`UbusConn::call`]; the request is written at once where the socket allows.
+    pub fn call(
+        &mut self,
+        path: &str,
+        method: &str,
+        args: &[(String, Value)],
+    ) -> Result<(), UbusError> {
+        let r = self.conn.call(path, method, args);
+        self.on_writable();
+        r
+    }
+
     /// See [`UbusConn::send_event`]. Events while disconnected are lost.
     pub fn send_event(&mut self, name: &str, data: &[(String, Value)]) -> Result<(), UbusError> {
         if self.sock.is_none() {
@@ -863,6 +996,77 @@ mod tests {
 
     fn kv(k: &str, v: Value) -> (String, Value) {
         (k.to_string(), v)
+    }
+
+    fn status(seq: u16, st: u32) -> Vec<u8> {
+        let mut s = Vec::new();
+        put_blob_u32(&mut s, ATTR_STATUS, st);
+        frame(MSG_STATUS, seq, 0, &s)
+    }
+
+    /// Our own call (netifd's notify_proto): LOOKUP of the path, INVOKE of the id it gave,
+    /// and the STATUS of that as the outcome.
+    #[test]
+    fn call_looks_up_then_invokes() {
+        let mut c = registered();
+        let args = [
+            kv("action", Value::Int(6)),
+            kv("host", Value::str("192.0.2.7")),
+        ];
+        c.call("network.interface", "notify_proto", &args).unwrap();
+        let out = take_out(&mut c);
+        assert_eq!(out.len(), 1);
+        assert_eq!((out[0].0, out[0].2), (MSG_LOOKUP, 0));
+        assert_eq!(attr(&out[0], ATTR_OBJPATH), b"network.interface\0");
+        let seq = out[0].1;
+        let mut d = Vec::new();
+        put_blob_str(&mut d, ATTR_OBJPATH, "network.interface");
+        put_blob_u32(&mut d, ATTR_OBJID, 0x77);
+        c.on_bytes(&frame(MSG_DATA, seq, 0, &d)).unwrap();
+        c.on_bytes(&status(seq, 0)).unwrap();
+        let out = take_out(&mut c);
+        assert_eq!((out[0].0, out[0].2), (MSG_INVOKE, 0x77));
+        assert_eq!(attr(&out[0], ATTR_OBJID), 0x77u32.to_be_bytes());
+        assert_eq!(attr(&out[0], ATTR_METHOD), b"notify_proto\0");
+        let sent = blobmsg::decode_table(attr(&out[0], ATTR_DATA)).unwrap();
+        assert_eq!(sent, args.to_vec());
+        assert_ne!(out[0].1, seq);
+        assert_eq!(c.poll_event(), None);
+        // The object's DATA is not ours to use; its STATUS ends the call.
+        c.on_bytes(&frame(MSG_DATA, out[0].1, 0x77, &[])).unwrap();
+        c.on_bytes(&status(out[0].1, 6)).unwrap();
+        assert_eq!(
+            c.poll_event(),
+            Some(Event::CallDone {
+                path: "network.interface".into(),
+                method: "notify_proto".into(),
+                status: 6
+            })
+        );
+        assert!(take_out(&mut c).is_empty());
+    }
+
+    #[test]
+    fn call_of_a_missing_object_and_bounds() {
+        let mut c = UbusConn::new(spec());
+        assert_eq!(c.call("x", "m", &[]), Err(UbusError::NotConnected));
+        let mut c = registered();
+        c.call("nobody", "m", &[]).unwrap();
+        let seq = take_out(&mut c)[0].1;
+        // ubusd answers a lookup that found nothing with STATUS alone.
+        c.on_bytes(&status(seq, 0)).unwrap();
+        let done = c.poll_event();
+        assert!(
+            matches!(done, Some(Event::CallDone { status, .. }) if status == Status::NotFound as u32),
+            "{done:?}"
+        );
+        // Unanswered calls: the oldest are given up, the list stays bounded.
+        for _ in 0..MAX_CALLS + 5 {
+            c.call("slow", "m", &[]).unwrap();
+        }
+        assert_eq!(c.calls.len(), MAX_CALLS);
+        c.reset();
+        assert!(c.calls.is_empty());
     }
 
     #[test]

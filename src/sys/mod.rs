@@ -6,7 +6,6 @@
 //! module of the library.
 
 pub mod batch;
-pub mod child;
 pub mod event_loop;
 pub mod iface;
 pub mod netlink;

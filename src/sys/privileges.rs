@@ -1,13 +1,80 @@
-//! Giving up what the daemon does not use, once its devices and sockets exist: every
-//! capability but CAP_NET_ADMIN (TUN devices, fwmark, netlink, forced socket buffers),
-//! CAP_NET_BIND_SERVICE (a listen port below 1024 set later) and, only with the packet path
-//! on, CAP_NET_RAW; the same from the bounding set, so the children it starts (`uci`, `ubus`)
-//! cannot regain the rest through execve; no_new_privs; and not dumpable, so no core file or
-//! non-root debugger sees its keys. The router faces the internet: a bug in the data path
-//! should find as little as possible to use.
+//! Giving up what the daemon does not use, once its devices and sockets exist: root itself
+//! (`--user`: the daemon's own account, the package's `solowg`), every capability but
+//! CAP_NET_ADMIN (TUN devices, fwmark, netlink, forced socket buffers), CAP_NET_BIND_SERVICE
+//! (a listen port below 1024 set later) and, only with the packet path on, CAP_NET_RAW; the
+//! same from the bounding set; no_new_privs; and not dumpable, so no core file or non-root
+//! debugger sees its keys. The router faces the internet: a bug in the data path should find
+//! as little as possible to use.
+//!
+//! The daemon switches user itself rather than through procd: procd's `user` drops every
+//! capability with root, and its `capabilities` and `no_new_privs` are applied only by
+//! ujail, which many images leave out.
 
 use crate::log;
 use std::io;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::path::Path;
+
+/// The account the daemon runs as after setup.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Account {
+    pub name: String,
+    pub uid: u32,
+    pub gid: u32,
+}
+
+/// `NAME` (looked up in `passwd`, the text of /etc/passwd) or `UID:GID`. Root is refused:
+/// asking for it is asking for nothing.
+pub fn account(spec: &str, passwd: &str) -> Result<Account, String> {
+    let found = if let Some((u, g)) = spec.split_once(':') {
+        match (u.parse(), g.parse()) {
+            (Ok(uid), Ok(gid)) => Account {
+                name: spec.to_string(),
+                uid,
+                gid,
+            },
+            _ => return Err(format!("user '{spec}': not NAME or UID:GID")),
+        }
+    } else {
+        passwd
+            .lines()
+            .filter_map(|l| {
+                let f: Vec<&str> = l.split(':').collect();
+                (f.len() >= 4 && f[0] == spec)
+                    .then(|| Some((f[2].parse().ok()?, f[3].parse().ok()?)))
+            })
+            .next()
+            .flatten()
+            .map(|(uid, gid)| Account {
+                name: spec.to_string(),
+                uid,
+                gid,
+            })
+            .ok_or_else(|| format!("user '{spec}': no such user in /etc/passwd"))?
+    };
+    if found.uid == 0 || found.gid == 0 {
+        return Err(format!("user '{spec}': root, not an account of its own"));
+    }
+    Ok(found)
+}
+
+/// While still root: the directories the daemon writes to later (its configuration and
+/// state, the UAPI sockets) made the account's, created 0700 if missing.
+pub fn give_dirs(account: &Account, dirs: &[&Path]) -> Result<(), String> {
+    for d in dirs {
+        if !d.exists() {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(d)
+                .map_err(|e| format!("{}: {e}", d.display()))?;
+        }
+        std::os::unix::fs::chown(d, Some(account.uid), Some(account.gid))
+            .and_then(|()| std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o700)))
+            .map_err(|e| format!("{}: {e}", d.display()))?;
+    }
+    Ok(())
+}
 
 /// Capability numbers (linux/capability.h).
 const CAP_NET_BIND_SERVICE: u32 = 10;
@@ -47,27 +114,37 @@ fn last_cap() -> u32 {
         .unwrap_or(63)
 }
 
-/// Restricts the process as the module says. What the kernel refuses is logged and the rest
-/// still done: a daemon started without CAP_SETPCAP (say, with CAP_NET_ADMIN alone) cannot
-/// shrink its bounding set, but it can still drop what it holds.
-#[allow(unsafe_code)] // prctl(2) and capset(2) have no std API
-pub fn restrict(packet_tx: bool) {
+/// The TUN clone device, which every new interface opens.
+const TUN_DEVICE: &str = "/dev/net/tun";
+
+/// While still root: lets the account's group open the TUN clone device. OpenWrt's procd
+/// makes it 0644 root's, and CAP_NET_ADMIN does not get past file modes; creating a TUN
+/// still needs that capability, so the group gives nothing the daemon did not have.
+pub fn give_tun_device(account: &Account) -> Result<(), String> {
+    let fail = |e: io::Error| format!("{TUN_DEVICE}: {e}");
+    let meta = std::fs::metadata(TUN_DEVICE).map_err(fail)?;
+    std::os::unix::fs::chown(TUN_DEVICE, None, Some(account.gid)).map_err(fail)?;
+    let mode = meta.permissions().mode() & 0o7777;
+    std::fs::set_permissions(TUN_DEVICE, std::fs::Permissions::from_mode(mode | 0o060))
+        .map_err(fail)
+}
+
+/// Restricts the process as the module says. Switching to `account` must succeed (the
+/// daemon would otherwise run with more than the user asked for); for the rest, what the
+/// kernel refuses is logged and the rest still done: a daemon started without CAP_SETPCAP
+/// (say, with CAP_NET_ADMIN alone) cannot shrink its bounding set, but it can still drop
+/// what it holds.
+#[allow(unsafe_code)] // prctl(2), capset(2) and the set*id calls have no std API
+pub fn restrict(packet_tx: bool, account: Option<&Account>) -> Result<(), String> {
     let keep = kept(packet_tx);
     // SAFETY: prctl with integer arguments only, on this process.
-    unsafe {
-        if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
-            log::error(format_args!(
-                "no_new_privs refused: {}",
-                io::Error::last_os_error()
-            ));
-        }
-        if libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) != 0 {
-            log::error(format_args!(
-                "cannot make the process non-dumpable: {}",
-                io::Error::last_os_error()
-            ));
-        }
+    if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
+        log::error(format_args!(
+            "no_new_privs refused: {}",
+            io::Error::last_os_error()
+        ));
     }
+    // While CAP_SETPCAP is still there.
     let mut bounding_refused = None;
     for cap in 0..=last_cap().min(63) {
         if keep & (1 << cap) != 0 {
@@ -86,43 +163,127 @@ pub fn restrict(packet_tx: bool) {
     if let Some(e) = bounding_refused {
         log::verbose(format_args!("capability bounding set left as it is: {e}"));
     }
+    if let Some(a) = account {
+        switch_user(a)?;
+    }
     let mut hdr = CapHeader {
         version: CAP_VERSION_3,
         pid: 0,
     };
     let mut data = [CapData::default(); 2];
     // SAFETY: capget fills the header and two data structs of the version-3 layout.
-    if unsafe {
+    let got = unsafe {
         libc::syscall(
             libc::SYS_capget,
             &mut hdr as *mut CapHeader,
             data.as_mut_ptr(),
         )
-    } != 0
-    {
+    };
+    if got != 0 {
         log::error(format_args!(
             "cannot read capabilities: {}",
             io::Error::last_os_error()
         ));
-        return;
+    } else {
+        for (i, d) in data.iter_mut().enumerate() {
+            let k = (keep >> (32 * i)) as u32;
+            d.permitted &= k;
+            // After a user switch the effective set is empty: raised again from what the
+            // permitted set kept.
+            d.effective = d.permitted;
+            d.inheritable = 0;
+        }
+        // SAFETY: capset reads the header and two data structs of the version-3 layout.
+        let set =
+            unsafe { libc::syscall(libc::SYS_capset, &mut hdr as *mut CapHeader, data.as_ptr()) };
+        if set != 0 {
+            let e = io::Error::last_os_error();
+            if account.is_some() {
+                return Err(format!(
+                    "cannot keep CAP_NET_ADMIN as '{}': {e}",
+                    account.map_or("", |a| a.name.as_str())
+                ));
+            }
+            log::error(format_args!("cannot drop capabilities: {e}"));
+        } else {
+            log::verbose(format_args!(
+                "capabilities kept: {:#x} (NET_ADMIN, NET_BIND_SERVICE{})",
+                keep,
+                if packet_tx { ", NET_RAW" } else { "" }
+            ));
+        }
     }
-    for (i, d) in data.iter_mut().enumerate() {
-        let k = (keep >> (32 * i)) as u32;
-        d.permitted &= k;
-        d.effective &= k;
-        d.inheritable = 0;
-    }
-    // SAFETY: capset reads the header and two data structs of the version-3 layout.
-    if unsafe { libc::syscall(libc::SYS_capset, &mut hdr as *mut CapHeader, data.as_ptr()) } != 0 {
+    // Last: a change of user makes the process dumpable again.
+    // SAFETY: prctl with integer arguments only, on this process.
+    if unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) } != 0 {
         log::error(format_args!(
-            "cannot drop capabilities: {}",
+            "cannot make the process non-dumpable: {}",
             io::Error::last_os_error()
         ));
-        return;
+    }
+    Ok(())
+}
+
+/// Becomes `a` (groups, then group, then user) keeping the permitted capabilities, which a
+/// change of user from root otherwise clears.
+#[allow(unsafe_code)]
+fn switch_user(a: &Account) -> Result<(), String> {
+    let gid = a.gid as libc::gid_t;
+    let fail = |what: &str| {
+        Err(format!(
+            "cannot become user '{}' ({what}): {}",
+            a.name,
+            io::Error::last_os_error()
+        ))
+    };
+    // SAFETY: prctl with integer arguments; setgroups reads one gid from a live local;
+    // setresgid/setresuid take integers. Only this process (single-threaded here) changes.
+    unsafe {
+        if libc::prctl(libc::PR_SET_KEEPCAPS, 1, 0, 0, 0) != 0 {
+            return fail("keepcaps");
+        }
+        if libc::setgroups(1, &gid) != 0 {
+            return fail("setgroups");
+        }
+        if libc::setresgid(gid, gid, gid) != 0 {
+            return fail("setresgid");
+        }
+        let uid = a.uid as libc::uid_t;
+        if libc::setresuid(uid, uid, uid) != 0 {
+            return fail("setresuid");
+        }
+        libc::prctl(libc::PR_SET_KEEPCAPS, 0, 0, 0, 0);
     }
     log::verbose(format_args!(
-        "capabilities kept: {:#x} (NET_ADMIN, NET_BIND_SERVICE{})",
-        keep,
-        if packet_tx { ", NET_RAW" } else { "" }
+        "running as user '{}' (uid {}, gid {})",
+        a.name, a.uid, a.gid
     ));
+    Ok(())
+}
+
+#[cfg(test)]
+mod account_tests {
+    use super::*;
+
+    #[test]
+    fn account_by_name_or_numbers() {
+        let passwd = "root:x:0:0:root:/root:/bin/ash\nbad line\nsolowg:x:421:421:solowg:/var/run/solowg:/bin/false\n";
+        let want = |name: &str, uid, gid| Account {
+            name: name.into(),
+            uid,
+            gid,
+        };
+        assert_eq!(account("solowg", passwd), Ok(want("solowg", 421, 421)));
+        assert_eq!(
+            account("65534:65534", ""),
+            Ok(want("65534:65534", 65534, 65534))
+        );
+        assert!(account("nobody", passwd)
+            .unwrap_err()
+            .contains("no such user"));
+        assert!(account("root", passwd).unwrap_err().contains("root"));
+        assert!(account("0:5", "").is_err());
+        assert!(account("a:b", "").is_err());
+        assert!(account("sol", passwd).is_err());
+    }
 }

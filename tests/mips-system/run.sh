@@ -244,6 +244,9 @@ cp "$here/guest/job.sh" "$job/job.sh"
 if [[ -n ${UCI_N1:-} ]]; then
 	cp "$GUEST_UBUSD" "$job/ubusd"
 	cp "$GUEST_UBUS" "$job/ubus"
+	# The package's ubusd ACL, for the user the daemon runs as in the guest.
+	mkdir -p "$job/acl"
+	jq '.user = "nobody"' "$NT_REPO_ROOT/files/solowg.acl.json" >"$job/acl/solowg.json"
 fi
 {
 	printf 'HOST4=%q\nHOST6=%q\nGUEST4=%q\nGUEST6=%q\n' "$HOST4" "$HOST6" "$GUEST4" "$GUEST6"

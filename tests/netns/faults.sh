@@ -118,9 +118,14 @@ fi
 ip netns exec "$NT_NS_A" timeout 600 "$UBUSD" --socket="$SOCK" >>"$NT_TMP/ubusd.log" 2>&1 &
 NT_BG_PIDS+=("$!")
 nt_wait_until 5 test -S "$SOCK" || nt_die "ubusd did not start"
+# Run as root (with CAP_NET_ADMIN alone), reading the configuration directory itself; the
+# handler's `solowg export` (this wrapper) still saves generated keys.
+# shellcheck disable=SC2016 # $1 and $@ are the wrapper's own
+printf '#!/bin/sh\n[ "$1" = export ] && shift\nexec "%s" export --config-dir "%s" --uci-bin "%s" --to "%s" "$@"\n' \
+	"$SOLOWG" "$CFG" "$UCI" "$NT_TMP/a/run" >"$NT_TMP/bin/solowg"
+chmod +x "$NT_TMP/bin/solowg"
 UBUS_SOCKET=$SOCK LOG_LEVEL=verbose ip netns exec "$NT_NS_A" "${CAPS[@]}" timeout -k 5 "$NT_DAEMON_MAX_S" \
-	"$SOLOWG" --uci --config-dir "$CFG" --uci-bin "$UCI" --ubus-bin "$NT_TMP/bin/ubus" \
-	--state-file "$NT_TMP/a/state" >>"$NT_TMP/solowg-a.log" 2>&1 &
+	"$SOLOWG" --uci --config-dir "$CFG" --state-file "$NT_TMP/a/state" >>"$NT_TMP/solowg-a.log" 2>&1 &
 DPID=$!
 NT_BG_PIDS+=("$DPID")
 object_there() { ip netns exec "$NT_NS_A" timeout 5 "$UBUS" -s "$SOCK" -t 3 list solowg 2>/dev/null | grep -q solowg; }

@@ -44,6 +44,7 @@ NT_DAEMON_MAX_S=${NT_DAEMON_MAX_S:-900}
 NT_PASS=0
 NT_FAIL=0
 NT_BG_PIDS=()
+NT_ON_EXIT=()
 NT_NAMESPACES=()
 NT_IFACES=()
 declare -A NT_DAEMON_PID=()
@@ -210,11 +211,15 @@ nt_dump_logs() {
 }
 
 nt_cleanup() {
-	local rc=$? pid ns ifname
+	local rc=$? pid ns ifname cmd
 	set +e
 	trap - EXIT INT TERM
 	for pid in "${NT_BG_PIDS[@]}"; do
 		nt_stop_job "$pid"
+	done
+	# Host state a test changed and puts back (e.g. a device's group and mode).
+	for cmd in "${NT_ON_EXIT[@]}"; do
+		eval "$cmd"
 	done
 	# Anything still inside our uniquely named namespaces was started by this
 	# run (e.g. a daemon that wg-quick forked): stop those PIDs too.

@@ -79,17 +79,48 @@ printf '#!/bin/sh\necho "$$" >>"%s"\n[ -e "%s" ] && exit 1\nsleep 3\nexec "%s" "
 	"$NT_TMP/uci-slow.pids" "$NT_TMP/uci-fail" "$REAL_UCI" >"$NT_TMP/bin/uci-slow"
 chmod +x "$NT_TMP/bin/uci-slow"
 
+# The brokers enforce the package's ACL (files/solowg.acl.json), its user renamed to the one
+# the daemon runs as here: what the daemon may publish, send and call.
+mkdir -p "$NT_TMP/acl"
+jq '.user = "nobody"' "$here/../../files/solowg.acl.json" >"$NT_TMP/acl/solowg.json"
+chmod 644 "$NT_TMP/acl/solowg.json"
 ubusd_start() {
-	ip netns exec "${NS[$1]}" timeout 600 "$UBUSD" --socket="$(sock "$1")" >>"$NT_TMP/ubusd-$1.log" 2>&1 &
+	ip netns exec "${NS[$1]}" timeout 600 "$UBUSD" --socket="$(sock "$1")" --acl-dir="$NT_TMP/acl" \
+		>>"$NT_TMP/ubusd-$1.log" 2>&1 &
 	UBUSD_PID[$1]=$!
 	NT_BG_PIDS+=("$!")
 	nt_wait_until 5 test -S "$(sock "$1")"
 }
 object_there() { ubus_ "$1" list solowg 2>/dev/null | grep -q solowg; }
+# As on OpenWrt: the daemon becomes its own user (nobody's ids here) once its sockets are
+# open, and reads only what root hands it in its run directory; root's `solowg export` (the
+# handler runs it as `solowg`, this wrapper) saves generated keys with the slow uci.
+DAEMON_USER=65534:65534
+chmod o+x "$NT_TMP"
+# The daemon gives its group the TUN device and its user the UAPI socket directory while it
+# is still root (OpenWrt's are root's, 0644 and 0700): put both back afterwards.
+NT_ON_EXIT+=("chown $(stat -c %u:%g /dev/net/tun) /dev/net/tun; chmod $(stat -c %a /dev/net/tun) /dev/net/tun")
+if [[ -d $NT_SOCK_DIR ]]; then
+	NT_ON_EXIT+=("chown $(stat -c %u:%g "$NT_SOCK_DIR") $NT_SOCK_DIR; chmod $(stat -c %a "$NT_SOCK_DIR") $NT_SOCK_DIR")
+else
+	NT_ON_EXIT+=("chown 0:0 $NT_SOCK_DIR")
+fi
+for r in a b; do
+	mkdir -p "$NT_TMP/$r/bin"
+	chmod o+x "$NT_TMP/$r"
+	# shellcheck disable=SC2016 # $1 and $@ are the wrapper's own
+	printf '#!/bin/sh\n[ "$1" = export ] && shift\nexec "%s" export --config-dir "%s" --uci-bin "%s" --to "%s" "$@"\n' \
+		"$SOLOWG" "$(cfg $r)" "$NT_TMP/bin/uci-slow" "$NT_TMP/$r/run" >"$NT_TMP/$r/bin/solowg"
+	chmod +x "$NT_TMP/$r/bin/solowg"
+done
+export_() { "$NT_TMP/$1/bin/solowg" export; }
+# What the init script's reload does: hand over, then reload.
+reload_() { export_ "$1" 2>>"$NT_TMP/export-$1.log"; ubus_ "$1" call solowg reload; }
+up_() { export_ "$1" 2>>"$NT_TMP/export-$1.log"; ubus_ "$1" call solowg up "{\"interface\":\"$2\"}"; }
 daemon_start() {
 	UBUS_SOCKET=$(sock "$1") LOG_LEVEL=verbose ip netns exec "${NS[$1]}" timeout -k 5 "$NT_DAEMON_MAX_S" \
-		"$SOLOWG" --uci --config-dir "$(cfg "$1")" --uci-bin "$NT_TMP/bin/uci-slow" --ubus-bin "$NT_TMP/bin/ubus" \
-		--state-file "$NT_TMP/$1/state" \
+		"$SOLOWG" --uci --user "$DAEMON_USER" --config-dir "$NT_TMP/$1/run" \
+		--state-file "$NT_TMP/$1/run/state" \
 		>>"$NT_TMP/solowg-$1.log" 2>&1 &
 	DPID[$1]=$!
 	NT_BG_PIDS+=("$!")
@@ -99,6 +130,24 @@ for r in a b; do
 	nt_check "$r.ubusd.start" ubusd_start $r || nt_die "ubusd did not start"
 	nt_check "$r.object-registered" daemon_start $r || nt_die "no ubus object"
 done
+solowg_pid_of() { pgrep -P "${DPID[$1]}" -x solowg; }
+# What it holds once serving: the user asked for, CAP_NET_ADMIN and CAP_NET_BIND_SERVICE
+# (0x1400) and nothing in the bounding set beyond them, no_new_privs, not dumpable (its
+# /proc files then belong to root), and the system-call filter.
+privileges_ok() {
+	local st p
+	p=$(solowg_pid_of a) && st=$(cat "/proc/$p/status") || return 1
+	printf '%s\n' "$st" | grep -E '^(Uid|Gid|Groups|Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs|Seccomp):' >"$NT_TMP/privileges.txt"
+	grep -qE '^Uid:\s+65534\s+65534\s+65534\s+65534$' <<<"$st" &&
+		grep -qE '^Gid:\s+65534\s+65534\s+65534\s+65534$' <<<"$st" &&
+		grep -qE '^Groups:\s+65534\s*$' <<<"$st" &&
+		grep -qx 'CapEff:.0000000000001400' <<<"$st" && grep -qx 'CapPrm:.0000000000001400' <<<"$st" &&
+		grep -qx 'CapBnd:.0000000000001400' <<<"$st" && grep -qx 'CapInh:.0000000000000000' <<<"$st" &&
+		grep -qx 'NoNewPrivs:.1' <<<"$st" &&
+		[[ $(stat -c %u "/proc/$p/environ") == 0 ]]
+}
+nt_check a.daemon-own-user-and-only-its-capabilities privileges_ok || true
+nt_info "daemon privileges: $(tr '\n' ' ' <"$NT_TMP/privileges.txt" 2>/dev/null)"
 
 # A recording network.interface object on A's broker: the daemon's own notify_proto calls.
 # shellcheck disable=SC2016 # the inner script's $1 is its own argument
@@ -111,7 +160,7 @@ NT_BG_PIDS+=("$!")
 # shellcheck disable=SC2016 # the inner script's $1.. are its own arguments
 handler() {
 	: >"$NT_TMP/netifd.log"
-	ip netns exec "${NS[$1]}" env PATH="$NT_TMP/bin:$JSHN_DIR:$PATH" UBUS_SOCKET="$(sock "$1")" \
+	ip netns exec "${NS[$1]}" env PATH="$NT_TMP/$1/bin:$NT_TMP/bin:$JSHN_DIR:$PATH" UBUS_SOCKET="$(sock "$1")" \
 		NETIFD_LOG="$NT_TMP/netifd.log" INCLUDE_ONLY=1 timeout 30 busybox sh -c '
 		. "$1/jshn.sh"; . "$2/netifd-standin.sh"; . "$3/files/solowg.sh"
 		proto_solowg_$4 "$5"' sh "$JSHN_DIR" "$here" "$here/../.." "$2" "$3" || true
@@ -199,7 +248,7 @@ uci_ a set "network.peerc=solowg_$NT_IF_A"
 uci_ a set "network.peerc.public_key=$(nt_pub c)"
 uci_ a add_list "network.peerc.allowed_ips=10.202.7.3/32"
 uci_ a commit network
-reload=$(ubus_ a call solowg reload || true)
+reload=$(reload_ a || true)
 added_ok() {
 	jq -e "(.errors | length) == 0 and .interfaces == [\"$NT_IF_A\"]" <<<"$reload" >/dev/null &&
 		status a | jq -e '.interfaces[0].peers | length == 2' >/dev/null &&
@@ -210,7 +259,7 @@ nt_check reload.peer-added-and-peer-changed added_ok || true
 nt_check reload.unchanged-session-kept-after-add session_kept || true
 uci_ a delete network.peerc
 uci_ a commit network
-reload=$(ubus_ a call solowg reload || true)
+reload=$(reload_ a || true)
 removed_ok() { status a | jq -e '.interfaces[0].peers | length == 1' >/dev/null; }
 nt_check reload.peer-removed removed_ok || true
 nt_check reload.unchanged-session-kept-after-remove session_kept || true
@@ -219,7 +268,7 @@ nt_check reload.unchanged-session-kept-after-remove session_kept || true
 uci_ a set "network.peerc=solowg_$NT_IF_A"
 uci_ a set "network.peerc.public_key=not-a-key"
 uci_ a commit network
-reload=$(ubus_ a call solowg reload || true)
+reload=$(reload_ a || true)
 printf '%s\n' "$reload" >"$NT_TMP/reload-bad.json"
 bad_reported() {
 	jq -r '.errors[]' <<<"$reload" | grep -q 'peerc.*public_key' &&
@@ -239,7 +288,7 @@ status_mtu() { status "$1" | jq -r ".interfaces[] | select(.name==\"${IFN[$1]}\"
 df_ping() { ip netns exec "$NT_NS_A" timeout 5 ping -c 1 -W 2 -q -M 'do' -s "$1" "$NT_IN4_B" >/dev/null 2>&1; }
 uci_ a set "network.$NT_IF_A.mtu=1380"
 uci_ a commit network
-reload=$(ubus_ a call solowg reload || true)
+reload=$(reload_ a || true)
 mtu_shrunk() {
 	jq -e '(.errors | length) == 0' <<<"$reload" >/dev/null &&
 		[[ $(mtu_of a) == 1380 && $(status_mtu a) == 1380 ]] &&
@@ -250,7 +299,7 @@ declare -A UP_REPLY=()
 for r in a b; do
 	uci_ $r set "network.${IFN[$r]}.mtu=1440"
 	uci_ $r commit network
-	UP_REPLY[$r]=$(ubus_ $r call solowg up "{\"interface\":\"${IFN[$r]}\"}" || true)
+	UP_REPLY[$r]=$(up_ $r "${IFN[$r]}" || true)
 done
 mtu_grown() {
 	local r
@@ -264,7 +313,7 @@ nt_check mtu.up-of-running-interface-applies-new-mtu mtu_grown || true
 for r in a b; do
 	uci_ $r delete "network.${IFN[$r]}.mtu"
 	uci_ $r commit network
-	ubus_ $r call solowg reload >/dev/null || true
+	reload_ $r >/dev/null || true
 done
 mtu_default() { [[ $(mtu_of a) == 1420 && $(mtu_of b) == 1420 ]] && df_ping 1392 && ! df_ping 1393; }
 nt_check mtu.option-removed-default-back mtu_default || true
@@ -281,11 +330,12 @@ keys_ok() {
 }
 nt_check ubus.genkey-pubkey-genpsk keys_ok || true
 
-# private_key 'generate': created at `up` and saved with `uci batch`, which the daemon does
-# not wait for. Its uci is the slow stand-in (3 s asleep), and meanwhile A's tunnel to B
-# carries pings every 0.1 s: none may be lost or take longer than 500 ms. `up` answers
-# while uci still sleeps; the key is never in uci's command line or environment (it goes
-# through a pipe); it ends up in the file, and the daemon logs that when it reaps uci.
+# private_key 'generate': root's `solowg export` (run by the handler before `up`) makes the
+# key and saves it with `uci batch`; the daemon, which runs no program, gets it in the copy
+# handed over. Its uci is the slow stand-in (3 s asleep), and meanwhile A's tunnel to B
+# carries pings every 0.1 s: none may be lost or take longer than 500 ms. The key is never
+# in uci's command line or environment (it goes through a pipe); it ends up in the file and
+# in the handed-over copy, which only the daemon's user can read.
 uci_ a set "network.${NT_IF_A}n=interface"
 uci_ a set "network.${NT_IF_A}n.proto=solowg"
 uci_ a set "network.${NT_IF_A}n.private_key=generate"
@@ -295,17 +345,21 @@ ip netns exec "$NT_NS_A" timeout 20 ping -c 60 -i 0.1 -W 1 "$NT_IN4_B" >"$NT_TMP
 ping_pid=$!
 NT_BG_PIDS+=("$ping_pid")
 sleep 1
-handler a setup "${NT_IF_A}n" >"$NT_TMP/announce-gen.log"
+handler a setup "${NT_IF_A}n" >"$NT_TMP/announce-gen.log" &
+handler_pid=$!
 uci_pid=
 uci_started() { uci_pid=$(head -n 1 "$NT_TMP/uci-slow.pids") && [[ -n $uci_pid ]]; }
-# While it sleeps: still the stand-in (not yet the real uci), so `up` did not wait for it.
-uci_asleep_after_up() {
-	nt_wait_until 2 uci_started || return 1
+# While it sleeps: run by root's export, not by the daemon.
+uci_run_by_export() {
+	nt_wait_until 5 uci_started || return 1
 	tr '\0' ' ' <"/proc/$uci_pid/cmdline" >"$NT_TMP/uci-cmdline.txt" &&
 		tr '\0' '\n' <"/proc/$uci_pid/environ" >"$NT_TMP/uci-environ.txt" &&
-		grep -q uci-slow "$NT_TMP/uci-cmdline.txt" && grep -q ' batch $' "$NT_TMP/uci-cmdline.txt"
+		grep -q uci-slow "$NT_TMP/uci-cmdline.txt" && grep -q ' batch $' "$NT_TMP/uci-cmdline.txt" &&
+		! grep -q "^PPid:[[:space:]]*$(solowg_pid_of a)\$" "/proc/$uci_pid/status" &&
+		[[ -z $(pgrep -P "$(solowg_pid_of a)") ]]
 }
-nt_check uci.up-answers-while-uci-still-runs uci_asleep_after_up || true
+nt_check uci.run-by-root-export-not-by-daemon uci_run_by_export || true
+wait "$handler_pid" || true
 gen_saved() {
 	local k
 	k=$(uci_ a get "network.${NT_IF_A}n.private_key" 2>/dev/null) && [[ ${#k} -eq 44 ]] &&
@@ -316,8 +370,11 @@ gen_ok() {
 		status a | jq -e ".interfaces[] | select(.name==\"${NT_IF_A}n\") | .public_key == \"$(wg pubkey <"$NT_TMP/gen.key")\"" >/dev/null
 }
 nt_check uci.private-key-generated-and-saved gen_ok || true
-saved_logged() { grep -q "${NT_IF_A}n: generated a private key and saved it" "$NT_TMP/solowg-a.log"; }
-nt_check uci.save-logged-when-uci-reaped nt_wait_until 5 saved_logged || true
+handed_over_ok() {
+	[[ $(stat -c '%a %u' "$NT_TMP/a/run/network") == "600 65534" ]] &&
+		grep -qF "$(cat "$NT_TMP/gen.key")" "$NT_TMP/a/run/network"
+}
+nt_check uci.key-handed-over-to-daemon-user-only handed_over_ok || true
 key_not_in_argv() {
 	local b64 hex
 	b64=$(cat "$NT_TMP/gen.key") && hex=$(base64 -d <<<"$b64" | od -An -tx1 | tr -d ' \n') &&
@@ -350,7 +407,7 @@ uci_ a set "network.${NT_IF_A}n.listen_port=41999"
 uci_ a commit network
 port_held() { ip netns exec "$NT_NS_A" ss -uln | grep -q ':41999 '; }
 nt_wait_until 5 port_held || nt_info "the port holder did not bind 41999"
-refused=$(ubus_ a call solowg up "{\"interface\":\"${NT_IF_A}n\"}" 2>&1 || true)
+refused=$(up_ a "${NT_IF_A}n" 2>&1 || true)
 nt_info "renew with a held port: $refused"
 renew_refused_kept() {
 	grep -q '"error"' <<<"$refused" && nt_link_exists "$NT_NS_A" "${NT_IF_A}n" &&
@@ -369,10 +426,10 @@ uci_ a set "network.${NT_IF_A}k.private_key=generate"
 uci_ a commit network
 touch "$NT_TMP/uci-fail"
 handler a setup "${NT_IF_A}k" >/dev/null
-unsaved_logged() { grep -q "${NT_IF_A}k: generated a private key but could not save it" "$NT_TMP/solowg-a.log"; }
+unsaved_logged() { grep -q "${NT_IF_A}k: no private key saved; using a new one" "$NT_TMP/solowg-a.log"; }
 nt_wait_until 5 unsaved_logged || nt_info "the failed save was not logged"
 key_before=$(pub_of "${NT_IF_A}k")
-ubus_ a call solowg up "{\"interface\":\"${NT_IF_A}k\"}" >/dev/null 2>&1 || true
+up_ a "${NT_IF_A}k" >/dev/null 2>&1 || true
 key_after=$(pub_of "${NT_IF_A}k")
 nt_info "unsaved generated key: public key ${key_before:0:8}... before the renew, ${key_after:0:8}... after"
 same_key() { [[ ${#key_before} -eq 44 && $key_before == "$key_after" ]]; }
@@ -431,7 +488,7 @@ mkdir -p "$NETIFD_DIR"
 # shellcheck disable=SC2016 # the inner script's $1.. are its own arguments
 standin_start() {
 	rm -f "$NETIFD_DIR"/*
-	ip netns exec "$NT_NS_A" env PATH="$NT_TMP/bin:$JSHN_DIR:$PATH" UBUS_SOCKET="$(sock a)" \
+	ip netns exec "$NT_NS_A" env PATH="$NT_TMP/a/bin:$NT_TMP/bin:$JSHN_DIR:$PATH" UBUS_SOCKET="$(sock a)" \
 		NETIFD_DIR="$NETIFD_DIR" NETIFD_STANDIN_MAX_S=240 INCLUDE_ONLY=1 timeout 250 busybox sh -c '
 		. "$1/jshn.sh"; . "$2/netifd-standin.sh"; . "$3/files/solowg.sh"
 		netifd_standin "$4"' sh "$JSHN_DIR" "$here" "$here/../.." "$NT_IF_A" >>"$NT_TMP/standin.log" 2>&1 &

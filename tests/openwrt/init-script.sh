@@ -4,7 +4,8 @@
 # what the script asks procd for. Real procd (service/instance.c) reads `respawn THRESHOLD
 # TIMEOUT RETRY` and gives up after RETRY quick crashes unless RETRY is 0; the script must
 # ask for 0, so a crash loop never leaves the VPN down. Also checked: the packet path is off
-# unless packet_tx is '1', log_level reaches the daemon, enabled '0' starts nothing.
+# unless packet_tx is '1', log_level reaches the daemon, enabled '0' starts nothing, and the
+# daemon is told to become the user 'solowg' when /etc/passwd has it.
 #   usage: tests/openwrt/init-script.sh      (INIT=FILE checks another init script)
 set -euo pipefail
 
@@ -45,14 +46,24 @@ run_init() {
 		procd_set_param() { echo "$*"; }
 		procd_close_instance() { echo "close"; }
 		. "$init"
+		PASSWD=$passwd
 		start_service
 	' sh "${INIT:-$root/files/solowg.init}" "$@"
 }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+# The package creates the user; a router where that failed has none.
+printf 'root:x:0:0:root:/root:/bin/ash\nsolowg:x:421:421:solowg:/var/run/solowg:/bin/false\n' >"$work/passwd"
+printf 'root:x:0:0:root:/root:/bin/ash\n' >"$work/passwd-nouser"
+export passwd=$work/passwd
 
 out=$(run_init)
 check default.respawn-forever "respawn 3600 5 0" "$(grep '^respawn ' <<<"$out")"
 check default.env "env LOG_LEVEL=info" "$(grep '^env ' <<<"$out")"
-check default.command "command /usr/sbin/solowg --uci" "$(grep '^command ' <<<"$out")"
+check default.command-own-user "command /usr/sbin/solowg --uci --user solowg --config-dir /var/run/solowg" \
+	"$(grep '^command ' <<<"$out")"
+out=$(passwd=$work/passwd-nouser run_init)
+check no-user.command-as-root "command /usr/sbin/solowg --uci" "$(grep '^command ' <<<"$out")"
 check default.one-instance "1 1" "$(grep -c '^open$' <<<"$out") $(grep -c '^close$' <<<"$out")"
 
 out=$(run_init packet_tx=1 log_level=verbose)

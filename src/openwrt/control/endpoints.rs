@@ -4,12 +4,16 @@
 use super::diff;
 use super::managed::Managed;
 use crate::log;
+use crate::openwrt::blobmsg::Value;
 use crate::openwrt::config::InterfaceConfig;
 use crate::openwrt::dns::{self, EndpointResolver};
 use crate::proto::uapi::{PeerChange, SetRequest};
 use crate::sys::event_loop::Daemon;
 use std::net::IpAddr;
 use std::time::Instant;
+
+/// netifd's object for protocol handlers' announcements.
+pub(super) const NETIFD_OBJECT: &str = "network.interface";
 
 /// A peer whose endpoint is a host name, by interface and public key.
 #[derive(Clone)]
@@ -131,8 +135,9 @@ impl Managed {
 
     /// An endpoint address learnt from DNS needs the host route netifd keeps for endpoints
     /// (action 6 of notify_proto, as the handler announces literal ones), or a tunnel that
-    /// routes 0.0.0.0/0 would carry its own encrypted packets. Rare (one per resolution),
-    /// so the ubus CLI is run rather than a second ubus client kept in the loop.
+    /// routes 0.0.0.0/0 would carry its own encrypted packets. Sent over the daemon's own
+    /// ubus connection: no child process, and ubusd's ACL for the daemon's user grants
+    /// exactly this call.
     fn host_dependency(&mut self, ifname: &str, ip: IpAddr) {
         let Some(cfg) = self.running.get(ifname) else {
             return;
@@ -140,32 +145,18 @@ impl Managed {
         if cfg.nohostroute {
             return;
         }
-        let mut msg = format!(r#"{{"action":6,"interface":"{ifname}","host":"{ip}""#);
+        let mut msg = vec![
+            ("action".to_string(), Value::Int(6)),
+            ("interface".to_string(), Value::str(ifname)),
+            ("host".to_string(), Value::str(ip.to_string())),
+        ];
         if let Some(t) = &cfg.tunlink {
-            msg.push_str(&format!(r#","ifname":"{t}""#));
+            msg.push(("ifname".to_string(), Value::str(t)));
         }
-        msg.push('}');
-        let sock = self.opts.ubus_socket.display().to_string();
-        match std::process::Command::new(&self.opts.ubus_cli)
-            .args([
-                "-s",
-                &sock,
-                "-t",
-                "5",
-                "call",
-                "network.interface",
-                "notify_proto",
-                &msg,
-            ])
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .spawn()
-        {
-            Ok(c) => self.children.push(c),
-            Err(e) => log::error(format_args!(
-                "{ifname}: cannot run '{}' for the endpoint host route: {e}",
-                self.opts.ubus_cli
-            )),
+        if let Err(e) = self.ubus.call(NETIFD_OBJECT, "notify_proto", &msg) {
+            log::error(format_args!(
+                "{ifname}: cannot ask netifd for the host route to {ip}: {e}"
+            ));
         }
     }
 }

@@ -4,7 +4,6 @@
 
 use super::diff;
 use super::endpoints::NamedEndpoint;
-use super::keys::KeyWrite;
 use super::methods::{table, unix_now};
 // Through the parent's re-exports, which nothing else uses without the `internals` feature.
 use super::{object_spec, OBJECT};
@@ -32,15 +31,12 @@ const CHECK_EVERY: Duration = Duration::from_secs(1);
 /// ubus reads per readiness report (each up to 16 KiB); the rest waits for the next turn.
 const UBUS_READS_PER_TURN: usize = 8;
 
-/// Where the configuration lives and how to write a generated key back.
+/// Where the configuration lives.
 pub struct Options {
-    /// Directory of UCI files (`/etc/config`); the network file is `<dir>/network`.
+    /// Directory of the network file (`<dir>/network`): /etc/config, or where root hands
+    /// over its `proto solowg` sections when the daemon runs as its own user (`handover`).
     pub config_dir: PathBuf,
-    /// The `uci` program, used only to save a generated private key.
-    pub uci: String,
     pub ubus_socket: PathBuf,
-    /// The ubus CLI, used to tell netifd about endpoint addresses learnt from DNS.
-    pub ubus_cli: String,
     /// Names of the interfaces that are up, kept on tmpfs (see `state.rs`).
     pub state_file: PathBuf,
 }
@@ -61,10 +57,6 @@ pub struct Managed {
     /// was reported stale since. Keyed by interface first so the once-a-second check finds
     /// a peer's entry without building a key per peer.
     pub(super) seen: HashMap<String, HashMap<[u8; 32], (u64, bool)>>,
-    /// `ubus call network.interface notify_proto` processes not yet reaped.
-    pub(super) children: Vec<std::process::Child>,
-    /// `uci` runs saving generated keys, not reaped yet.
-    pub(super) key_writes: Vec<KeyWrite>,
 }
 
 impl Managed {
@@ -89,8 +81,6 @@ impl Managed {
             next_endpoint_id: 1,
             next_check: Instant::now(),
             seen: HashMap::new(),
-            children: Vec::new(),
-            key_writes: Vec::new(),
         })
     }
 
@@ -129,6 +119,17 @@ impl Managed {
                     args,
                     token,
                 } => self.answer(d, &method, &args, token),
+                Event::CallDone {
+                    path,
+                    method,
+                    status,
+                } => {
+                    if status != 0 {
+                        log::error(format_args!(
+                            "ubus: {path} {method} failed with status {status}"
+                        ));
+                    }
+                }
             }
         }
     }
@@ -136,7 +137,6 @@ impl Managed {
     /// Once a second: handshake and stale events, stalled peers re-resolved. Reads only
     /// each peer's handshake time (`peer_states`), and allocates only for events to send.
     fn check_peers(&mut self, d: &mut Daemon, now: Instant) {
-        self.reap();
         let unix = unix_now();
         let stale_after = REJECT_AFTER_TIME.as_secs();
         let stalled = |hs: u64| hs == 0 || unix.saturating_sub(hs) > stale_after;
@@ -184,12 +184,6 @@ impl Managed {
                 self.endpoints.note_handshake_completed(*id, now);
             }
         }
-    }
-
-    fn reap(&mut self) {
-        self.children
-            .retain_mut(|c| matches!(c.try_wait(), Ok(None)));
-        self.reap_key_writes();
     }
 
     /// On SIGTERM: every interface's UAPI socket goes (the TUNs go with the process).

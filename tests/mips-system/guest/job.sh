@@ -369,7 +369,11 @@ uci_mode() {
 		"(${T_HIMPL[$n1]}) and ${T_HPORT[$n2]} (${T_HIMPL[$n2]}, added by a reload)"
 	ubus_() { timeout 20 ./ubus -s "$sock" -t 10 "$@"; }
 	mkdir -p "$dir/config"
-	./ubusd --socket="$sock" >/tmp/ubusd.log 2>&1 &
+	# The package's ACL (its user renamed to the one the daemon becomes here), which ubusd
+	# reads only from a root-owned file no one else can write.
+	mkdir -p /tmp/acl
+	cp acl/solowg.json /tmp/acl/ && chown 0:0 /tmp/acl/solowg.json && chmod 644 /tmp/acl/solowg.json
+	./ubusd --socket="$sock" --acl-dir=/tmp/acl >/tmp/ubusd.log 2>&1 &
 	upid=$!
 	if wait_until 10 test -S "$sock" && ubus_ ping >/dev/null; then
 		pass "$pre.ubusd-up"
@@ -380,8 +384,11 @@ uci_mode() {
 		return
 	fi
 	(umask 077 && uci_network "$n1" "$n2" "host solowg" 0 >"$dir/config/network")
-	UBUS_SOCKET=$sock LOG_LEVEL=verbose ./solowg --uci --config-dir "$dir/config" \
-		--ubus-bin "$PWD/ubus" --state-file "$dir/state" >/tmp/solowg-uci.log 2>&1 &
+	# As on OpenWrt: the daemon becomes its own user (nobody here) once its sockets are
+	# open, and reads what root's `solowg export` hands it before `up` and `reload`.
+	export_() { ./solowg export --config-dir "$dir/config" --uci-bin /bin/false --to "$dir/run"; }
+	UBUS_SOCKET=$sock LOG_LEVEL=verbose ./solowg --uci --user 65534:65534 --config-dir "$dir/run" \
+		--state-file "$dir/run/state" >/tmp/solowg-uci.log 2>&1 &
 	spid=$!
 	t1=$(now_ms)
 	reply=
@@ -390,9 +397,10 @@ uci_mode() {
 			$reply == *'"reload":{}'* && $reply == *'"status":{}'* ]]; then
 		pass "$pre.object-registered" "with up, reload and status, $(($(now_ms) - t1)) ms after the start"
 		# Privileges given up once running (src/sys/privileges.rs), on this kernel's MIPS ABI:
-		# CAP_NET_ADMIN and CAP_NET_BIND_SERVICE only, in the bounding set too, no_new_privs.
-		caps=$(grep -E '^(CapEff|CapPrm|CapBnd|CapInh|NoNewPrivs):' "/proc/$spid/status" | tr -s '\t ' ' ' | tr '\n' ' ')
-		if [[ $caps == *"CapInh: 0000000000000000"* && $caps == *"CapPrm: 0000000000001400"* &&
+		# its own user, CAP_NET_ADMIN and CAP_NET_BIND_SERVICE only, in the bounding set too,
+		# no_new_privs.
+		caps=$(grep -E '^(Uid|CapEff|CapPrm|CapBnd|CapInh|NoNewPrivs):' "/proc/$spid/status" | tr -s '\t ' ' ' | tr '\n' ' ')
+		if [[ $caps == *"Uid: 65534 65534 65534 65534"* && $caps == *"CapInh: 0000000000000000"* && $caps == *"CapPrm: 0000000000001400"* &&
 			$caps == *"CapEff: 0000000000001400"* && $caps == *"CapBnd: 0000000000001400"* &&
 			$caps == *"NoNewPrivs: 1"* ]]; then
 			pass "$pre.privileges-dropped" "$caps"
@@ -407,7 +415,7 @@ uci_mode() {
 	fi
 
 	# netifd's part: `up` (as the protocol handler calls it), then the reply's addresses.
-	reply=$(ubus_ call solowg up "{\"interface\":\"$ifn\"}" 2>&1)
+	reply=$(export_ 2>&1 && ubus_ call solowg up "{\"interface\":\"$ifn\"}" 2>&1)
 	info "up: $reply"
 	want="\"addresses\":[\"10.204.$n1.2/24\",\"fd00:204:$n1::2/64\",\"10.204.$n2.2/24\",\"fd00:204:$n2::2/64\"]"
 	if [[ $(json_get "$reply" ifname) == "$ifn" && $reply == *"$want"* && $reply == *'"errors":[]'* ]] &&
@@ -451,7 +459,7 @@ uci_mode() {
 	# Reload: host1 renamed, host2 added; host1 keeps its session (the same handshake).
 	hs1=$(peer_field_of "$ifn" "${T_HPUB[$n1]}" 5)
 	(umask 077 && uci_network "$n1" "$n2" "host solowg, renamed" 1 >"$dir/config/network")
-	reply=$(ubus_ call solowg reload 2>&1)
+	reply=$(export_ 2>&1 && ubus_ call solowg reload 2>&1)
 	info "reload: $reply"
 	st=$(ubus_ call solowg status 2>&1)
 	p1=$(json_peer "$st" "${T_HPUB[$n1]}")
@@ -475,7 +483,7 @@ uci_mode() {
 
 	# Reload without host2: gone from status, its inner address unreachable, host1 still up.
 	(umask 077 && uci_network "$n1" "$n2" "host solowg, renamed" 0 >"$dir/config/network")
-	reply=$(ubus_ call solowg reload 2>&1)
+	reply=$(export_ 2>&1 && ubus_ call solowg reload 2>&1)
 	st=$(ubus_ call solowg status 2>&1)
 	if [[ $reply == *'"errors":[]'* && -z $(json_peer "$st" "${T_HPUB[$n2]}") &&
 		-n $(json_peer "$st" "${T_HPUB[$n1]}") ]] && ! ping_once "10.204.$n2.1" && ping_once "10.204.$n1.1"; then
