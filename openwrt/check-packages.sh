@@ -7,7 +7,8 @@
 #   openwrt/check-packages.sh [DIST]     DIST: directory searched for *.ipk and *.apk (dist/)
 #
 # What it holds each package to: the file name OpenWrt gives it, its control data (version
-# and release from the Makefiles, Depends, architecture, Installed-Size), the exact file list
+# and release from the Makefiles, Depends, architecture, Installed-Size, the system user the
+# package asks base-files to create: Require-User, or NAME.rusers in an .apk), the exact file list
 # with modes and root ownership, file contents equal to the repository's files/ and luci-app/,
 # conffiles, and maintainer scripts that parse and call base-files' hooks. An .apk must carry
 # the same files, modes and contents as the .ipk beside it, plus its /lib/apk/packages lists.
@@ -39,6 +40,8 @@ same() { # same DESCRIPTION EXPECTED ACTUAL
 # Version as include/package-defaults.mk and luci.mk make it: PKG_VERSION-rPKG_RELEASE.
 mkvar() { sed -n "s/^$2:=[[:space:]]*//p" "$1" | head -n1; }
 solowg_version="$(mkvar "$root/openwrt/Makefile" PKG_VERSION)-r$(mkvar "$root/openwrt/Makefile" PKG_RELEASE)"
+# USERID is set inside the Package/solowg define, hence indented.
+solowg_userid=$(sed -n 's/^[[:space:]]*USERID:=[[:space:]]*//p' "$root/openwrt/Makefile" | head -n1)
 luci_pkg_version=$(mkvar "$root/luci-app/Makefile" PKG_VERSION)
 luci_pkg_release=$(mkvar "$root/luci-app/Makefile" PKG_RELEASE)
 
@@ -49,6 +52,7 @@ expected_files() {
 		printf '%s\n' "600 /etc/config/solowg $root/files/solowg.config" \
 			"755 /etc/init.d/solowg $root/files/solowg.init" \
 			"755 /lib/netifd/proto/solowg.sh $root/files/solowg.sh" \
+			"644 /usr/share/acl.d/solowg.json $root/files/solowg.acl.json" \
 			"755 /usr/sbin/solowg "
 		;;
 	luci-app-solowg)
@@ -61,6 +65,12 @@ expected_files() {
 		done
 		;;
 	esac | LC_ALL=C sort -k2,2
+}
+
+expected_userid() {
+	case $1 in
+	solowg) echo "$solowg_userid" ;;
+	esac
 }
 
 expected_depends() {
@@ -181,6 +191,8 @@ check_ipk() {
 		same "License from openwrt/Makefile" "$(mkvar "$root/openwrt/Makefile" PKG_LICENSE)" "$(field License)"
 		same "Maintainer from openwrt/Makefile" "$(mkvar "$root/openwrt/Makefile" PKG_MAINTAINER)" "$(field Maintainer)"
 		check "Architecture is a package architecture" test "$arch" != all
+		check "Require-User asks for user and group solowg" \
+			grep -qE '^Require-User: solowg=[0-9]+:solowg=[0-9]+$' "$control"
 		;;
 	luci-app-solowg)
 		if [[ -n $luci_pkg_version ]]; then
@@ -197,6 +209,7 @@ check_ipk() {
 		;;
 	esac
 	same "Depends" "$(expected_depends "$name")" "$(field Depends)"
+	same "Require-User from openwrt/Makefile's USERID" "$(expected_userid "$name")" "$(field Require-User)"
 	check "SourceDateEpoch is a number" grep -qE '^SourceDateEpoch: [0-9]+$' "$control"
 	check "Description follows the other fields" grep -qE '^Description:  [^ ]' "$control"
 	size=$(tar -xzOf "$file" ./data.tar.gz | gzip -dc | wc -c)
@@ -246,9 +259,18 @@ check_apk() {
 		;;
 	esac
 	check_tree "files" "$name" "$d/data" "$arch" /lib/apk/packages/
+	# The list is made after NAME.rusers is written and before the conffiles lists are.
 	same "/lib/apk/packages/$name.list lists the other files" \
-		"$(cd "$d/data" && find . -type f -not -path './lib/apk/packages/*' -printf '/%P\n' | LC_ALL=C sort)" \
+		"$(cd "$d/data" && find . -type f \( -not -path './lib/apk/packages/*' -o -path "./lib/apk/packages/$name.rusers" \) \
+			-printf '/%P\n' | LC_ALL=C sort)" \
 		"$(cat "$d/data/lib/apk/packages/$name.list" 2>/dev/null)"
+	if [[ -n $(expected_userid "$name") ]]; then
+		same "$name.rusers is openwrt/Makefile's USERID" "$(expected_userid "$name")" \
+			"$(cat "$d/data/lib/apk/packages/$name.rusers" 2>/dev/null)"
+		same "mode of $name.rusers" "644" "$(stat -c %a "$d/data/lib/apk/packages/$name.rusers" 2>/dev/null)"
+	else
+		check "no $name.rusers" test ! -e "$d/data/lib/apk/packages/$name.rusers"
+	fi
 	if [[ $name == solowg ]]; then
 		same "$name.conffiles" "/etc/config/solowg" "$(cat "$d/data/lib/apk/packages/$name.conffiles" 2>/dev/null)"
 		same "$name.conffiles_static has the file's SHA-256" \

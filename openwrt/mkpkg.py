@@ -15,10 +15,13 @@ For the LuCI app, as luci.mk does it: the same when luci-app/Makefile sets PKG_V
 YY.DDD.SSSSS~HASH from the last commit touching luci-app/ (e.g. 25.020.53698~a09a2d6).
 
 Everything the package says is taken from the Makefiles, so it is kept in one place:
-openwrt/Makefile (version, release, licence, maintainer, section, DEPENDS, description,
+openwrt/Makefile (version, release, licence, maintainer, section, DEPENDS, USERID, description,
 conffiles and the Package/solowg/install recipe, which is interpreted line by line) and
 luci-app/Makefile (LUCI_* variables; contents as luci.mk installs them: htdocs/ to /www,
 root/ to /). An install line this script does not understand is an error, not a guess.
+USERID becomes the .ipk's Require-User field and the .apk's /lib/apk/packages/NAME.rusers, which
+base-files' add_group_and_user reads to create the user. For tests only, --release N and
+--src DIR build the same package with another PKG_RELEASE and another $(SOLOWG_SRC).
 
 Archives are reproducible: every timestamp is SOURCE_DATE_EPOCH, or else the time of the last
 commit, entries are sorted and owned by 0:0 (root:root), and compression carries no name or time.
@@ -268,10 +271,10 @@ def elf_check(path, arch):
     return "no ELF rule for architecture %s" % arch
 
 
-def solowg_tree(defines, binary):
+def solowg_tree(defines, binary, src):
     """Package/solowg/install, line by line, with $(1) the package root."""
     tree = Tree()
-    subst = {"$(1)": "", "$(SOLOWG_SRC)": REPO}
+    subst = {"$(1)": "", "$(SOLOWG_SRC)": src}
     for raw in defines["Package/solowg/install"].split("\n"):
         line = raw.strip()
         if not line:
@@ -438,8 +441,8 @@ def ipk_control(p, installed_size):
               ("Depends", ", ".join(p["depends"])), ("Source", p["source"]),
               ("SourceName", p["name"]), ("License", p["license"]),
               ("LicenseFiles", p["license_files"]), ("Section", p["section"]),
-              ("SourceDateEpoch", str(p["epoch"])), ("URL", p["url"]),
-              ("Maintainer", p["maintainer"]), ("Architecture", p["arch"]),
+              ("Require-User", p["userid"]), ("SourceDateEpoch", str(p["epoch"])),
+              ("URL", p["url"]), ("Maintainer", p["maintainer"]), ("Architecture", p["arch"]),
               ("Installed-Size", str(installed_size))]
     text = "".join("%s: %s\n" % (k, v) for k, v in fields if v)
     # printf "Description: "; echo "$DESCRIPTION" | sed 's,^[[:space:]]*, ,': each line's
@@ -889,19 +892,21 @@ def check_apk(path, extract):
 
 # ---------------------------------------------------------------- package specs
 
-def solowg_spec(arch, binary):
+def solowg_spec(arch, binary, release=None, src=None):
     variables, defines = read_makefile(SOLOWG_MAKEFILE)
     pkg = define_vars(defines.get("Package/solowg", ""))
     for need in ("PKG_VERSION", "PKG_LICENSE", "PKG_MAINTAINER"):
         if not variables.get(need):
             die("%s is not set in openwrt/Makefile" % need)
+    if release is not None:
+        variables["PKG_RELEASE"] = release
     version = make_version(variables["PKG_VERSION"], variables.get("PKG_RELEASE", ""))
     check_version(version)
     if "Package/solowg/install" not in defines or "Package/solowg/description" not in defines:
         die("openwrt/Makefile lacks Package/solowg/install or description")
     if not os.path.isfile(binary):
         die("binary %s does not exist" % binary)
-    tree = solowg_tree(defines, binary)
+    tree = solowg_tree(defines, binary, src or REPO)
     conffiles = [l.strip() for l in defines.get("Package/solowg/conffiles", "").split("\n")
                  if l.strip()]
     # package-pack.mk: conffiles the package does not ship are listed for sysupgrade to keep
@@ -909,6 +914,9 @@ def solowg_spec(arch, binary):
     if missing:
         tree.mkdir("lib/upgrade/keep.d")
         tree.add_file("lib/upgrade/keep.d/solowg", 0o644, "".join(c + "\n" for c in missing).encode())
+    userid = pkg.get("USERID", "")
+    if "$(" in userid:
+        die("cannot expand USERID %s" % userid)
     inputs = [SOLOWG_MAKEFILE, binary]
     return {
         "name": "solowg", "version": version, "arch": arch,
@@ -917,6 +925,7 @@ def solowg_spec(arch, binary):
         "source": SOURCE["solowg"], "license": variables["PKG_LICENSE"],
         "license_files": variables.get("PKG_LICENSE_FILES", ""), "section": pkg.get("SECTION", ""),
         "maintainer": variables["PKG_MAINTAINER"], "url": pkg.get("URL", variables.get("PKG_URL", "")),
+        "userid": userid,
         "description": defines["Package/solowg/description"], "conffiles": conffiles,
         "postinst_pkg": None, "inputs": inputs,
     }, tree
@@ -948,7 +957,7 @@ def luci_spec():
         "provides": [],
         "source": SOURCE["luci-app-solowg"], "license": variables["PKG_LICENSE"],
         "license_files": variables.get("PKG_LICENSE_FILES", ""), "section": "luci",
-        "maintainer": maintainer, "url": variables.get("LUCI_URL", ""),
+        "maintainer": maintainer, "url": variables.get("LUCI_URL", ""), "userid": "",
         # luci.mk's description define is "   $(strip $(LUCI_DESCRIPTION))"
         "description": "   " + " ".join(variables["LUCI_DESCRIPTION"].split()),
         "conffiles": [], "postinst_pkg": LUCI_POSTINST_PKG, "inputs": [LUCI_MAKEFILE],
@@ -959,8 +968,12 @@ def add_apk_view(p, tree):
     """What OpenWrt 25.12 adds for apk: the lists under /lib/apk/packages/ that functions.sh
     and sysupgrade read, the implicit virtual provide NAME-any, noarch for 'all'."""
     name = p["name"]
-    listed = "".join("/%s\n" % f for f in tree.files())
     tree.mkdir("lib/apk/packages")
+    if p["userid"]:
+        # apk has no Require-User field: add_group_and_user reads NAME.rusers instead. It is
+        # written before the file list is made, so the list names it (package-pack.mk).
+        tree.add_file("lib/apk/packages/%s.rusers" % name, 0o644, (p["userid"] + "\n").encode())
+    listed = "".join("/%s\n" % f for f in tree.files())
     tree.add_file("lib/apk/packages/%s.list" % name, 0o644, listed.encode())
     if p["conffiles"]:
         tree.add_file("lib/apk/packages/%s.conffiles" % name, 0o644,
@@ -997,8 +1010,10 @@ def build(args):
         problem = elf_check(args.binary, args.arch)
         if problem and not args.allow_non_elf:
             die("%s: %s (--allow-non-elf packages it anyway, for tests)" % (args.binary, problem))
-        p, tree = solowg_spec(args.arch, args.binary)
+        p, tree = solowg_spec(args.arch, args.binary, args.release, args.src)
     else:
+        if args.release is not None or args.src:
+            die("--release and --src are for the solowg package")
         if args.arch not in (None, "all"):
             die("luci-app-solowg is architecture 'all'")
         p, tree = luci_spec()
@@ -1023,6 +1038,12 @@ def build(args):
         print("%s %d" % (path, size))
 
 
+def release_arg(value):
+    if not re.match(r"^[0-9]+$", value):
+        raise argparse.ArgumentTypeError("a release is a number")
+    return value
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -1033,6 +1054,12 @@ def main():
     ap.add_argument("--format", choices=["ipk", "apk", "both"], default="both")
     ap.add_argument("--allow-non-elf", action="store_true",
                     help="package a --binary that is not an ELF of the architecture (tests only)")
+    ap.add_argument("--release", metavar="N", type=release_arg,
+                    help="PKG_RELEASE instead of openwrt/Makefile's (tests only: a second version "
+                    "of the same build, to upgrade to)")
+    ap.add_argument("--src", metavar="DIR",
+                    help="the tree the install recipe's $(SOLOWG_SRC) names instead of this "
+                    "repository, as the Makefile's SOLOWG_SRC (tests only: changed files/)")
     ap.add_argument("--check", nargs="+", metavar="FILE.apk", help="verify and list apk packages")
     ap.add_argument("--extract", metavar="DIR", help="with one --check file: write its files here "
                     "(and its scripts to DIR.scripts)")
