@@ -80,12 +80,21 @@ impl Managed {
             errors.push(e);
         }
         self.ensure_key(&mut icfg);
-        if let Err(e) = self.apply(d, &icfg, None) {
+        // Set up again (renew): only what changed since is applied, as by `reload`, so a
+        // peer's endpoint learnt by roaming is not reset to the configured one.
+        let prev = if created {
+            None
+        } else {
+            self.running.remove(ifname)
+        };
+        if let Err(e) = self.apply(d, &icfg, prev.as_ref()) {
             // A refused configuration changes nothing (applied whole or not at all): an
             // interface that was running (renew) goes on as it was.
             if created {
                 d.remove(ifname);
                 let _ = std::fs::remove_file(iface::socket_path(ifname));
+            } else if let Some(p) = prev {
+                self.running.insert(ifname.to_string(), p);
             }
             return Err(e);
         }
