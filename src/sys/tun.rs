@@ -36,7 +36,9 @@ impl Tun {
                 "interface name must be 1-15 characters without '/'",
             ));
         }
-        let offload = std::env::var_os("SOLOWG_NO_OFFLOAD").is_none();
+        // "1" turns offload off, as SOLOWG_PACKET_TX=1 turns its path on; "0" or empty
+        // leaves it on.
+        let offload = !std::env::var("SOLOWG_NO_OFFLOAD").is_ok_and(|v| v == "1");
         let tun = match offload.then(|| Self::create_offload(name)) {
             Some(Ok(tun)) => tun,
             other => {
