@@ -241,6 +241,9 @@ pub struct Device {
     charge_quiet: bool,
     drops: [u64; DropReason::ALL.len()],
     wall_base: (Instant, SystemTime),
+    /// Greatest TAI64N this device sent any peer: a peer added again (`wg setconf`) starts
+    /// above it, so its stamps stay above those its earlier self sent.
+    pub(crate) last_sent_timestamp: [u8; 12],
     index_tag: u16,
 }
 
@@ -295,6 +298,7 @@ impl Device {
             charge_quiet: false,
             drops: [0; DropReason::ALL.len()],
             wall_base: (now, wall_now),
+            last_sent_timestamp: [0; 12],
         }
     }
 
@@ -341,15 +345,30 @@ impl Device {
         self.drops[r as usize]
     }
 
+    /// Tests only: the peer's current keypair goes on sending from `counter`, as if that
+    /// many messages had gone out under it (REKEY_AFTER_MESSAGES, 2^60, cannot be reached by
+    /// sending). False if the peer has no current keypair.
+    #[cfg(any(test, feature = "internals"))]
+    pub fn set_send_counter(&mut self, id: PeerId, counter: u64) -> bool {
+        match self.peer_mut(id).and_then(|p| p.keypairs.current.as_mut()) {
+            Some(kp) => {
+                kp.send_counter = counter;
+                true
+            }
+            None => false,
+        }
+    }
+
     pub(crate) fn count_drop(&mut self, r: DropReason) -> Verdict {
         self.drops[r as usize] += 1;
         Verdict::Drop(r)
     }
 
     /// The wall clock as the shell just read it at monotonic `now`. Handshake timestamps
-    /// and handshake ages follow it from then on: after a jump of the wall clock, the next
-    /// initiation carries the new time, and a handshake made 2 minutes ago stays 2 minutes
-    /// old.
+    /// and handshake ages follow it from then on: after a jump of the wall clock forward, the
+    /// next initiation carries the new time (after a jump back, a time just above the last
+    /// one sent, until the clock passes it), and a handshake made 2 minutes ago stays 2
+    /// minutes old.
     pub fn set_wall_clock(&mut self, now: Instant, wall_now: SystemTime) {
         self.wall_base = (now, wall_now);
     }
@@ -506,7 +525,8 @@ impl Device {
         if let Some(id) = self.peer_id(&public_key) {
             return id;
         }
-        let peer = Peer::new(self.identity.as_ref(), public_key);
+        let mut peer = Peer::new(self.identity.as_ref(), public_key);
+        peer.handshake.last_sent_timestamp = self.last_sent_timestamp;
         let id = match self.peers.iter().position(Option::is_none) {
             Some(i) => {
                 self.peers[i] = Some(peer);
@@ -766,6 +786,74 @@ impl Device {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::crypto::clamp;
+    use crate::proto::uapi::PeerChange;
+    use std::net::Ipv4Addr;
+    use zeroize::Zeroizing;
+
+    fn device(i: u8, now: Instant, wall: SystemTime) -> Device {
+        let mut d = Device::new(now, wall, Rng::from_seed([i; 32]));
+        let req = SetRequest {
+            private_key: Some(Some(Zeroizing::new(clamp([i; 32])))),
+            ..SetRequest::default()
+        };
+        d.apply(&req, now);
+        d
+    }
+
+    fn add_peer(d: &mut Device, key: [u8; 32], now: Instant) -> PeerId {
+        let mut pc = PeerChange::new(key);
+        pc.endpoint = Some(SocketAddr::from((Ipv4Addr::LOCALHOST, 1)));
+        let req = SetRequest {
+            peers: vec![pc],
+            ..SetRequest::default()
+        };
+        d.apply(&req, now);
+        d.peer_id(&key).unwrap()
+    }
+
+    /// `a` starts a handshake with its peer `id`, `b`: whether `b` answers the initiation.
+    fn initiation_answered(a: &mut Device, b: &mut Device, id: PeerId, now: Instant) -> bool {
+        a.request_handshake(id, now, false);
+        let mut buf = [0u8; 256];
+        let Some((_, len)) = a.poll_output(now, &mut buf) else {
+            return false;
+        };
+        let from = SocketAddr::from((Ipv4Addr::LOCALHOST, 2));
+        matches!(
+            b.decapsulate(now, from, &mut buf, len),
+            Verdict::SendUdp { .. }
+        )
+    }
+
+    /// NTP steps the initiator's wall clock back, by an hour and to 1970: its peer must still
+    /// answer, also after the peer was removed and added again (`wg setconf`).
+    #[test]
+    fn a_wall_clock_stepped_back_does_not_lock_out_the_initiator() {
+        let t0 = Instant::now();
+        let wall = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        let (mut a, mut b) = (device(1, t0, wall), device(2, t0, wall));
+        let (ka, kb) = (a.public_key().unwrap(), b.public_key().unwrap());
+        let mut id = add_peer(&mut a, kb, t0);
+        add_peer(&mut b, ka, t0);
+        let at = |s: u64| t0 + Duration::from_secs(s);
+        assert!(initiation_answered(&mut a, &mut b, id, at(10)));
+        a.set_wall_clock(at(15), wall - Duration::from_secs(3600));
+        assert!(initiation_answered(&mut a, &mut b, id, at(20)));
+        a.set_wall_clock(at(25), UNIX_EPOCH);
+        assert!(initiation_answered(&mut a, &mut b, id, at(30)));
+        assert!(initiation_answered(&mut a, &mut b, id, at(40)));
+        let req = SetRequest {
+            replace_peers: true,
+            ..SetRequest::default()
+        };
+        a.apply(&req, at(45));
+        id = add_peer(&mut a, kb, at(45));
+        assert!(initiation_answered(&mut a, &mut b, id, at(50)));
+        a.set_wall_clock(at(55), wall + Duration::from_secs(55));
+        assert!(initiation_answered(&mut a, &mut b, id, at(60)));
+        assert_eq!(b.drop_count(DropReason::HandshakeFailed), 0);
+    }
 
     /// Handshakes costing 50 µs arrive every 2 µs for a simulated second: the budget must
     /// admit a quarter of the time's worth of them, not one per arrival.

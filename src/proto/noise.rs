@@ -48,6 +48,25 @@ pub fn tai64n(unix_secs: u64, nanos: u32) -> [u8; 12] {
     out
 }
 
+/// The TAI64N label one step (1/INITIATIONS_PER_SECOND) after `t`.
+pub fn tai64n_after(t: &[u8; 12]) -> [u8; 12] {
+    let step = 1_000_000_000 / INITIATIONS_PER_SECOND;
+    let mut secs = [0u8; 8];
+    let mut nanos = [0u8; 4];
+    secs.copy_from_slice(&t[..8]);
+    nanos.copy_from_slice(&t[8..]);
+    let (mut secs, mut nanos) = (u64::from_be_bytes(secs), u32::from_be_bytes(nanos));
+    nanos = nanos - nanos % step + step;
+    if nanos >= 1_000_000_000 {
+        nanos -= 1_000_000_000;
+        secs = secs.saturating_add(1);
+    }
+    let mut out = [0u8; 12];
+    out[..8].copy_from_slice(&secs.to_be_bytes());
+    out[8..].copy_from_slice(&nanos.to_be_bytes());
+    out
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Stage {
     Zeroed,
@@ -81,6 +100,9 @@ pub struct Handshake {
     remote_index: u32,
     /// Greatest TAI64N seen from this peer (replay protection for initiations).
     latest_timestamp: [u8; 12],
+    /// Greatest TAI64N we sent this peer. The peer refuses an initiation whose stamp is not
+    /// above the last it accepted, so ours never go back with the wall clock.
+    pub(crate) last_sent_timestamp: [u8; 12],
     last_initiation_consumed: Option<Instant>,
 }
 
@@ -107,6 +129,7 @@ impl Handshake {
             local_index: 0,
             remote_index: 0,
             latest_timestamp: [0; 12],
+            last_sent_timestamp: [0; 12],
             last_initiation_consumed: None,
         };
         hs.set_identity(identity);
@@ -120,7 +143,7 @@ impl Handshake {
         self.clear();
     }
 
-    /// Forget the in-progress handshake (not the timestamp replay state).
+    /// Forget the in-progress handshake (not the timestamps, either way).
     pub fn clear(&mut self) {
         self.stage = Stage::Zeroed;
         self.hash.zeroize();
@@ -131,8 +154,9 @@ impl Handshake {
         self.remote_index = 0;
     }
 
-    /// Builds an initiation into `out` (148 bytes; macs left zero). Returns false if we have no
-    /// usable identity for this peer.
+    /// Builds an initiation into `out` (148 bytes; macs left zero). `timestamp` is the wall
+    /// clock's; after the clock stepped back, the stamp sent is one step above the last one
+    /// instead. Returns false if we have no usable identity for this peer.
     pub fn create_initiation(
         &mut self,
         identity: &Identity,
@@ -175,7 +199,9 @@ impl Handshake {
         let [c, k] = crypto::kdf::<2>(&ck, &ss[..]);
         let k = Zeroizing::new(k);
         *ck = c;
-        // {t}
+        // {t}, above the last stamp sent: after the wall clock stepped back, the peer would
+        // refuse every initiation until the clock caught up again (hours, or years).
+        let timestamp = timestamp.max(tai64n_after(&self.last_sent_timestamp));
         crypto::seal_to(
             &k,
             &*h,
@@ -189,6 +215,7 @@ impl Handshake {
         self.chaining_key = ck;
         self.ephemeral = ephemeral;
         self.local_index = local_index;
+        self.last_sent_timestamp = timestamp;
         self.stage = Stage::InitiationCreated;
         true
     }
@@ -468,6 +495,46 @@ mod tests {
         assert!(!hb.consume_initiation(s, &m1, now + std::time::Duration::from_millis(5)));
         let s = begin_consume_initiation(&b, &m1).unwrap();
         assert!(hb.consume_initiation(s, &m1, now + std::time::Duration::from_millis(30)));
+    }
+
+    #[test]
+    fn tai64n_after_is_one_step_later() {
+        assert_eq!(tai64n_after(&tai64n(7, 0)), tai64n(7, 20_000_000));
+        assert_eq!(tai64n_after(&tai64n(7, 980_000_000)), tai64n(8, 0));
+    }
+
+    /// The wall clock steps back (NTP, a reset RTC): the peer refuses any stamp not above the
+    /// last it accepted, so the next initiations carry stamps just above the last one sent,
+    /// and the clock's own again once it is later.
+    #[test]
+    fn initiation_stamps_do_not_go_back_with_the_wall_clock() {
+        let (a, b, mut ha, mut hb) = pair([0; 32]);
+        let now = Instant::now();
+        let mut m1 = [0u8; 148];
+        let mut send = |ha: &mut Handshake, stamp, secs| {
+            let e = Zeroizing::new(clamp([secs as u8; 32]));
+            assert!(ha.create_initiation(&a, e, stamp, 1, &mut m1));
+            let s = begin_consume_initiation(&b, &m1).unwrap();
+            let later = now + std::time::Duration::from_secs(secs);
+            let ok = hb.consume_initiation(s, &m1, later);
+            (ok, hb.latest_timestamp)
+        };
+        assert_eq!(send(&mut ha, tai64n(1000, 0), 1), (true, tai64n(1000, 0)));
+        assert_eq!(
+            send(&mut ha, tai64n(0, 0), 2),
+            (true, tai64n(1000, 20_000_000))
+        );
+        assert_eq!(
+            send(&mut ha, tai64n(5, 0), 3),
+            (true, tai64n(1000, 40_000_000))
+        );
+        assert_eq!(send(&mut ha, tai64n(1001, 0), 4), (true, tai64n(1001, 0)));
+        // Clearing the handshake (session made, keys erased) keeps what was sent.
+        ha.clear();
+        assert_eq!(
+            send(&mut ha, tai64n(9, 0), 5),
+            (true, tai64n(1001, 20_000_000))
+        );
     }
 
     #[test]

@@ -149,6 +149,9 @@ impl Device {
             self.indices.remove(&index);
             return None;
         }
+        self.last_sent_timestamp = self
+            .last_sent_timestamp
+            .max(peer.handshake.last_sent_timestamp);
         peer.cookie.add_macs(msg, now);
         peer.tx_bytes += wire::INITIATION_LEN as u64;
         peer.timers.any_authenticated_packet_traversal(now);
