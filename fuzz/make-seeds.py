@@ -182,6 +182,12 @@ write("ubus", "calls", bytes([0x80]) + invoke(1, "status") + invoke(2, "up", s("
       + invoke(5, "nope") + invoke(6, "status", None, obj=7) + invoke(7, "down", named(5, "interface", b"\0\0\0\1"))
       + invoke(8, "genkey", b"\0\0", no_reply=True) + frame(3, 0, 0, b"") + frame(2, 9, 0, blob(7, b"")))
 write("ubus", "split", bytes([0x17]) + invoke(1, "all", all_args) + invoke(2, "genpsk"))
+# Seed byte bit 6: the connection has its own notify_proto call out (LOOKUP seq 2); the
+# broker finds the object, the object answers the INVOKE (seq 3), a call arrives meanwhile.
+status = lambda seq, st: frame(1, seq, 0, blob(1, struct.pack(">I", st)))
+write("ubus", "own-call", bytes([0xC0]) + frame(2, 2, 0, blob(3, struct.pack(">I", 0x77)))
+      + status(2, 0) + invoke(1, "status") + frame(2, 3, 0x77, b"") + status(3, 0))
+write("ubus", "own-call-missing", bytes([0xC5]) + status(2, 0) + invoke(1, "status"))
 write("ubus", "bad-frame", bytes([0x80]) + invoke(1, "status") + b"\x01\x05\0\0\0\0\0\0\0\0\0\x04")
 
 # ---- allowedips: opcodes of the allowedips target ---------------------------------------
@@ -207,3 +213,20 @@ ops = (ins(False, [10, 0, 0, 0], 8, 1) + ins(False, [10, 1, 0, 0], 16, 2)
 write("allowedips", "mixed", bytes(ops))
 write("allowedips", "nested", bytes(sum((ins(False, [10, 0, 0, 0], c, c % 5) for c in range(33)), [])
                                     + sum((look(False, [10, 0, 0, i]) for i in range(0, 256, 17)), [])))
+
+# ---- dns: replies; the target puts in the query's id and, when byte 2's bit 0 is set, its
+# question after the 12-byte header (see fuzz_targets/dns.rs) ------------------------------
+def rr(rtype, data, name=b"\xc0\x0c"):
+    return name + struct.pack(">HHIH", rtype, 1, 300, len(data)) + data
+
+
+def reply(flags, an, records):
+    return struct.pack(">HHHHHH", 0, flags, 1, an, 0, 0) + records
+
+
+write("dns", "a", reply(0x8180, 2, rr(1, bytes([192, 0, 2, 7])) + rr(1, bytes([198, 51, 100, 9]))))
+write("dns", "aaaa-in-a-reply", reply(0x8180, 1, rr(28, bytes(15) + b"\x01")))
+write("dns", "cname-chain", reply(0x8180, 2, rr(5, b"\x03cdn\x07example\x00") + rr(1, bytes([203, 0, 113, 5]), b"\x03cdn\x07example\x00")))
+write("dns", "nxdomain", reply(0x8183, 0, b""))
+write("dns", "truncated", reply(0x8380, 1, rr(1, bytes([192, 0, 2, 8]))[:9]))
+write("dns", "pointer-loop", reply(0x8180, 1, rr(1, bytes([192, 0, 2, 9]), b"\xc0\x2a")))

@@ -20,7 +20,7 @@ fi
 root=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root" || exit 2
 export PATH="$PATH:${CARGO_HOME:-$HOME/.cargo}/bin"
-read -r -a targets <<<"${FUZZ_TARGETS:-datagram uapi uci ubus allowedips}"
+read -r -a targets <<<"${FUZZ_TARGETS:-datagram uapi uci ubus allowedips dns}"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/solowg-fuzz.XXXXXX")
 trap 'rm -rf -- "$work"' EXIT

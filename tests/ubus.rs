@@ -262,10 +262,18 @@ fn scenario(ubusd: &Path, flavor: Flavor, tool: &Path, tag: &str) {
     assert_eq!(p.done.pop(), Some(("echo".into(), Status::Ok as u32)));
     p.client.call("solowgtest", "echo", &[]).unwrap();
     p.run_until(Duration::from_secs(5), |p| !p.done.is_empty());
-    assert_eq!(p.done.pop(), Some(("echo".into(), Status::InvalidArgument as u32)));
-    p.client.call("network.interface", "notify_proto", &arg).unwrap();
+    assert_eq!(
+        p.done.pop(),
+        Some(("echo".into(), Status::InvalidArgument as u32))
+    );
+    p.client
+        .call("network.interface", "notify_proto", &arg)
+        .unwrap();
     p.run_until(Duration::from_secs(5), |p| !p.done.is_empty());
-    assert_eq!(p.done.pop(), Some(("notify_proto".into(), Status::NotFound as u32)));
+    assert_eq!(
+        p.done.pop(),
+        Some(("notify_proto".into(), Status::NotFound as u32))
+    );
 
     // Missing argument: our INVALID_ARGUMENT (2) is the exit status; unknown method: 3.
     let (rc, _) = ubus_client(

@@ -8,7 +8,9 @@
 //! bytes are drained as a writable socket would. A protocol error resets the connection and
 //! registers again, after which a token from before must be refused. Checked: no panic;
 //! Invoke events name a declared method and carry only declared arguments of their declared
-//! types; the outgoing queue stays proportional to what came in.
+//! types; the outgoing queue stays proportional to what came in. When the seed's bit 6 is
+//! set, the connection also has one call of its own outstanding (netifd's notify_proto, whose
+//! LOOKUP is sequence 2, its INVOKE 3 when the lookup answers): a CallDone names that call.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -92,6 +94,12 @@ fuzz_target!(|data: &[u8]| {
     let spec = spec();
     let mut c = UbusConn::new(spec.clone());
     register(&mut c);
+    let own_call = seed & 0x40 != 0;
+    if own_call {
+        let args = [("action".to_string(), Value::Int(6))];
+        c.call("network.interface", "notify_proto", &args)
+            .expect("registered");
+    }
     let mut stale = None;
     let mut resets = 0;
     let mut fed = 0usize;
@@ -132,6 +140,10 @@ fuzz_target!(|data: &[u8]| {
         while let Some(ev) = c.poll_event() {
             match ev {
                 Event::Registered { .. } => panic!("registered twice on one connection"),
+                Event::CallDone { path, method, .. } => {
+                    assert!(own_call, "an outcome of a call never made");
+                    assert_eq!((path.as_str(), method.as_str()), ("network.interface", "notify_proto"));
+                }
                 Event::Invoke {
                     method,
                     args,
@@ -160,10 +172,11 @@ fuzz_target!(|data: &[u8]| {
                 }
             }
         }
-        // Replies to what came in: a STATUS (and DATA echoing the arguments) per message.
+        // Replies to what came in: a STATUS (and DATA echoing the arguments) per message,
+        // plus our own call's LOOKUP and INVOKE.
         let out = c.outgoing().len();
         assert!(
-            out <= 4 * fed + 256,
+            out <= 4 * fed + 512,
             "{out} bytes queued for {fed} bytes in"
         );
         if rng & 0x300 != 0 {
