@@ -78,5 +78,52 @@ check disabled.no-instance "" "$out"
 check config.packet_tx-default-off "option packet_tx '0'" \
 	"$(grep -o "option packet_tx '[01]'" "$root/files/solowg.config")"
 
+# reload_service (what procd's config trigger and LuCI's Reload run): root's export first; a
+# failed export stops there (the tunnels run on) with its message on stdout; otherwise the
+# daemon's reload, whose errors are printed one per line, and a renew of each interface it
+# names. `ubus`, `logger` and the solowg program are recording stand-ins; jshn is the real one
+# (built next to the real uci: SOLOWG_UCI_BIN).
+jshn_dir=$(dirname "${SOLOWG_UCI_BIN:-/nonexistent/uci}")
+if [[ -x $jshn_dir/jshn && -f $jshn_dir/jshn.sh ]]; then
+	cat >"$work/solowg" <<'STUB'
+#!/bin/sh
+echo "solowg $*" >>"$LOG"
+[ "$EXPORT_RC" = 0 ] || echo "solowg export: network: Parse error (invalid command) at line 3, byte 1"
+exit "$EXPORT_RC"
+STUB
+	chmod +x "$work/solowg"
+	run_reload() { # EXPORT_RC: prints the output, then the recorded calls
+		: >"$work/log"
+		# shellcheck disable=SC2016 # the inner script's variables are its own
+		LOG=$work/log EXPORT_RC=$1 PATH="$jshn_dir:$PATH" busybox sh -c '
+			. "$2/jshn.sh"
+			ubus() {
+				echo "ubus $*" >>"$LOG"
+				case "$*" in
+				*"call solowg reload"*) echo "{\"interfaces\":[\"wg0\",\"wg1\"],\"errors\":[\"network.peer2: public_key: not a key\",\"wg1: kept its previous configuration\"]}" ;;
+				esac
+			}
+			logger() { cat >/dev/null; }
+			restart() { echo restart >>"$LOG"; }
+			. "$1"
+			PROG=$3
+			reload_service
+		' sh "${INIT:-$root/files/solowg.init}" "$jshn_dir" "$work/solowg"
+		echo "--"
+		cat "$work/log"
+	}
+	out=$(run_reload 0)
+	check reload.errors-printed "network.peer2: public_key: not a key|wg1: kept its previous configuration" \
+		"$(sed -n '1,/^--$/p' <<<"$out" | grep -v '^--$' | paste -sd'|')"
+	check reload.export-then-reload-then-renews \
+		"solowg export|ubus -t 10 call solowg reload|ubus -t 10 call network.interface.wg0 renew|ubus -t 10 call network.interface.wg1 renew" \
+		"$(sed '1,/^--$/d' <<<"$out" | paste -sd'|')"
+	out=$(run_reload 1)
+	check reload.failed-export-stops-there "solowg export: network: Parse error (invalid command) at line 3, byte 1|--|solowg export" \
+		"$(paste -sd'|' <<<"$out")"
+else
+	echo "SKIPPED reload.*: jshn not found next to SOLOWG_UCI_BIN (tests/uci/build-uci.sh builds it)"
+fi
+
 printf '%d passed, %d failed\n' "$pass" "$fail"
 [[ $fail -eq 0 ]]
