@@ -46,16 +46,20 @@ chrome() {
 }
 
 declare -A budget=([status]=150000 [status-client]=30000 [status-client-wan]=30000 [status-client-host]=30000
-	[status-settings]=8000 [status-readonly]=40000
+	[status-settings]=8000 [status-readonly]=40000 [status-reload]=15000 [status-reload-problems]=15000
+	[status-reload-fail]=15000 [status-reload-denied]=15000
 	[proto]=3000 [proto-import]=6000 [proto-genkey]=4000 [proto-advanced]=4000 [proto-legacy]=8000)
 declare -A query=([status]='page=status' [status-client]='page=status&action=client'
 	[status-client-wan]='page=status&action=client&ddns=absent'
 	[status-client-host]='page=status&action=client&ddns=absent&wan=denied'
 	[status-settings]='page=status&action=settings'
 	[status-readonly]='page=status&action=probe&user=readonly&packet_tx=absent'
+	[status-reload]='page=status&action=reload' [status-reload-problems]='page=status&action=reload&reload=problems'
+	[status-reload-fail]='page=status&action=reload&reload=fail' [status-reload-denied]='page=status&action=reload&exec=denied'
 	[proto]='page=proto' [proto-import]='page=proto&action=import' [proto-genkey]='page=proto&action=genkey'
 	[proto-advanced]='page=proto&action=advanced' [proto-legacy]='page=proto&iface=wg1&action=legacy')
 scenarios=(status status-client status-client-wan status-client-host status-settings status-readonly
+	status-reload status-reload-problems status-reload-fail status-reload-denied
 	proto proto-import proto-genkey proto-advanced proto-legacy)
 
 fail=0
@@ -69,7 +73,7 @@ for scenario in "${scenarios[@]}"; do
 	fi
 done
 
-for scenario in status status-client status-readonly proto-import proto-legacy; do
+for scenario in status status-client status-readonly status-reload-problems proto-import proto-legacy; do
 	chrome --virtual-time-budget="${budget[$scenario]}" --screenshot="$out/$scenario.png" "$base?${query[$scenario]}" >/dev/null
 	[[ -s $out/$scenario.png ]] && echo "screenshot $out/$scenario.png"
 done

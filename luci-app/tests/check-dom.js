@@ -65,7 +65,7 @@ if (scenario.startsWith('status')) {
 	check(settingsMap.includes('no netfilter output or postrouting rule') && settingsMap.includes('Takes effect when the solowg service restarts'),
 		'packet_tx description says what it bypasses and when it applies');
 	const polls = log.calls.filter((c) => c === 'solowg.status').length;
-	if (scenario === 'status' || scenario === 'status-settings' || scenario.startsWith('status-client')) {
+	if (scenario === 'status' || scenario === 'status-settings' || scenario.startsWith('status-client') || scenario.startsWith('status-reload')) {
 		check(log.nodespec && log.nodespec.satisfied && !log.nodespec.readonly, `root: page node writable (${JSON.stringify(log.nodespec)})`);
 		check(elements('solowg-client-button').length === 3, 'a client configuration button per peer');
 		check(elements('cbi-button-reload').length === 1, 'Reload button');
@@ -84,6 +84,50 @@ if (scenario.startsWith('status')) {
 		check(log.uci_saves === 2 && log.uci_saved.every((c) => c === 'solowg'), `two saves of solowg only (${log.uci_saves}, ${JSON.stringify(log.uci_saved)})`);
 		check(log.errors.length === 0 && log.denied.length === 0, `nothing denied (${JSON.stringify(log.denied)})`);
 	}
+	if (scenario.startsWith('status-reload')) {
+		// Reload runs the init script through rpcd, never ubus `solowg reload`
+		const notes = log.notifications || [];
+		const calls = log.reload_calls || [];
+		check(!log.calls.includes('solowg.reload'), 'ubus solowg reload never called');
+		check(calls[0] === 'file.exec' && log.execs[0] === '/etc/init.d/solowg reload',
+			`the click execs /etc/init.d/solowg reload (${JSON.stringify(calls)}, ${JSON.stringify(log.execs)})`);
+		check(notes.length === 1, `one notification (${JSON.stringify(notes)})`);
+		const note = notes[0] || {};
+		if (scenario === 'status-reload-denied') {
+			check(calls.length === 1, `nothing called after the refused exec (${JSON.stringify(calls)})`);
+			check(/\berror\b/.test(note.class) && note.text === 'Reload failed: Permission denied',
+				`refused by rpcd: error notification "Reload failed: Permission denied" (${JSON.stringify(note)})`);
+		} else {
+			// the status is read again once the script returned
+			check(calls[1] === 'solowg.status', `status refreshed after the reload (${JSON.stringify(calls)})`);
+			if (scenario === 'status-reload')
+				check(/\binfo\b/.test(note.class) && note.text === 'Configuration reloaded: wg0',
+					`nothing printed: info notification with the interfaces of the status (${JSON.stringify(note)})`);
+			if (scenario === 'status-reload-problems') {
+				check(/\bwarning\b/.test(note.class) && note.title === 'solowg reported problems while reloading',
+					`printed lines: warning notification (${JSON.stringify(note)})`);
+				check(JSON.stringify(note.items) === JSON.stringify([
+					'solowg export: wg1: uci: I/O error; the daemon keeps a key in memory until it restarts',
+					"wg0: peer 'Phone &lt;b&gt;Anna&lt;/b&gt;': allowed_ips '10.0.0.300/32' is not an address; peer skipped",
+					'wg1: kept its previous configuration',
+				]), `one item per non-empty line, as text (${JSON.stringify(note.items)})`);
+			}
+			if (scenario === 'status-reload-fail')
+				check(/\berror\b/.test(note.class) && note.text === 'Reload failed: Command failed: Not found',
+					`a failure code and no stdout: error notification with stderr (${JSON.stringify(note)})`);
+		}
+		// the grant is that one command line: rpcd refuses every other one
+		const probes = log.exec_probes || {};
+		const deniedAs = (re) => (k) => re.test(probes[k] || '');
+		for (const k of ['/etc/init.d/solowg stop', '/etc/init.d/solowg restart', '/etc/init.d/solowg disable',
+			'/etc/init.d/solowg reload now', '/etc/init.d/solowg', '/etc/init.d/solowg reload (with env)'])
+			check(deniedAs(/^denied: Permission denied$/)(k), `exec ${k}: Permission denied (${probes[k]})`);
+		check(deniedAs(/^denied: Resource not found$/)('/etc/init.d/solowg reload'), `a command with a space is no file (${probes['/etc/init.d/solowg reload']})`);
+		// rpcd matches the canonical path
+		const alias = probes['/etc/init.d/../init.d/solowg reload'];
+		check(scenario === 'status-reload-denied' ? alias === 'denied: Permission denied' : alias === 'allowed',
+			`exec /etc/init.d/../init.d/solowg reload: as the canonical path (${alias})`);
+	}
 	if (scenario === 'status-readonly') {
 		check(log.nodespec && log.nodespec.satisfied && log.nodespec.readonly, `read-only user: page node satisfied and read-only (${JSON.stringify(log.nodespec)})`);
 		check(elements('solowg-client-button').length === 0 && !html.includes('Client configuration'), 'no client configuration button');
@@ -93,7 +137,7 @@ if (scenario.startsWith('status')) {
 		check(polls >= 3, `status polled (${polls} calls)`);
 		check(!(log.view_uci_loads || ['?']).some((c) => c.startsWith('network')), `the view never asked for network (${JSON.stringify(log.view_uci_loads)})`);
 		check((log.view_uci_loads || []).includes('solowg'), 'the view loaded solowg for its settings');
-		check(!(log.view_calls || ['?']).some((c) => /^solowg\.(genkey|genpsk|pubkey|reload)$/.test(c)), `the view called no write method (${JSON.stringify(log.view_calls)})`);
+		check(!(log.view_calls || ['?']).some((c) => /^solowg\.(genkey|genpsk|pubkey|reload)$|^file\./.test(c)), `the view called no write method (${JSON.stringify(log.view_calls)})`);
 		const cb = /<input[^>]*data-option="packet_tx"[^>]*>/.exec(settingsMap), sel = /<select[^>]*data-option="log_level"[^>]*>/.exec(settingsMap);
 		check(cb && isDisabled(cb[0]) && sel && isDisabled(sel[0]), 'settings shown but disabled');
 		const footer = ['cbi-button-apply', 'cbi-button-save', 'cbi-button-reset'].map((c) => elements(c)[0]);
@@ -106,6 +150,8 @@ if (scenario.startsWith('status')) {
 		check(/^denied: .*Permission denied/.test(p.uci_network || ''), `ACL: uci network denied (${p.uci_network})`);
 		for (const m of ['genkey', 'genpsk', 'reload'])
 			check(/^denied: .*Access denied/.test(p[m] || ''), `ACL: ubus solowg ${m} denied (${p[m]})`);
+		// uhttpd refuses already: the read grant has no ubus `file exec`
+		check(/^denied: .*file\/exec.*Access denied/.test(p.exec_reload || ''), `ACL: exec of /etc/init.d/solowg reload denied (${p.exec_reload})`);
 		check(p.session_access_uci_solowg_write === false, 'ACL: session access uci solowg write is false');
 		// refused by uhttpd already (no ubus uci set), else by rpcd (no uci solowg write)
 		check(/^denied: .*(Access|Permission) denied/.test(p.uci_save_solowg || ''), `ACL: saving solowg denied (${p.uci_save_solowg})`);

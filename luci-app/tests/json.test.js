@@ -7,10 +7,12 @@
 // `solowg --uci --config-dir EMPTY` on a private socket and reads
 // `ubus-client list solowg`. Without those binaries that part is skipped,
 // unless SOLOWG_REQUIRE_UBUS=1 (CI), which makes it fail instead.
-// Also: po/templates/solowg.pot is what tools/gen-pot.js generates now; a
-// read-only session, built from the ACL by the rules rpcd applies
-// (luci-standin/acl-model.js, a stand-in of rpcd and the dispatcher), reaches
-// status and settings but no key, while a writer reaches both.
+// The command lines the pages run with fs.exec are granted in the ACL's file
+// scope exactly, and nothing else is. Also: po/templates/solowg.pot is what
+// tools/gen-pot.js generates now; a read-only session, built from the ACL by
+// the rules rpcd applies (luci-standin/acl-model.js, a stand-in of rpcd and
+// the dispatcher), reaches status and settings but no key and runs nothing,
+// while a writer reaches both and may run the service's reload only.
 'use strict';
 const test = require('node:test');
 const assert = require('node:assert/strict');
@@ -45,6 +47,22 @@ function declaredMethods() {
 			const meth = m[1].match(/method\s*:\s*'([^']+)'/);
 			assert.ok(obj && meth, `rpc.declare without literal object/method in ${file}`);
 			(found[`${obj[1]}.${meth[1]}`] ??= []).push(path.relative(app, file));
+		}
+	}
+	return found;
+}
+
+// { '/etc/init.d/solowg reload': ['view/solowg/status.js'], ... }: every
+// fs.exec('<command>', [ '<arg>', ... ]) of the pages, as rpcd joins it
+function execCommandLines() {
+	const found = {};
+	for (const file of jsFiles(path.join(app, 'htdocs'))) {
+		const src = fs.readFileSync(file, 'utf8');
+		for (const m of src.matchAll(/\bfs\.exec\(([^)]*)\)/g)) {
+			const lit = m[1].match(/^\s*'([^']+)'\s*(?:,\s*\[([^\]]*)\]\s*)?$/);
+			assert.ok(lit, `fs.exec without a literal command and argument list in ${file}: ${m[0]}`);
+			const args = lit[2] ? [...lit[2].matchAll(/'([^']*)'/g)].map((a) => a[1]) : [];
+			(found[[lit[1], ...args].join(' ')] ??= []).push(path.relative(app, file));
 		}
 	}
 	return found;
@@ -87,8 +105,13 @@ test('acl.d: exactly the grants the pages need', () => {
 	// network.interface.wan status: the WAN address, the client configuration's
 	// default endpoint; the dialog is for writers only, so is the grant. No uci
 	// ddns: it holds the DDNS accounts' passwords (luci-app-ddns grants it).
+	// Reload: the init script's reload as root, which hands the daemon a fresh
+	// copy of the configuration first; uhttpd needs ubus `file exec` to pass
+	// the call on, rpcd then the command line in the file scope. Not the
+	// daemon's own ubus reload, which only re-applies the last copy.
 	assert.deepEqual(g.write, {
-		ubus: { solowg: ['genkey', 'pubkey', 'genpsk', 'reload'], 'network.interface.wan': ['status'] },
+		file: { '/etc/init.d/solowg reload': ['exec'] },
+		ubus: { file: ['exec'], solowg: ['genkey', 'pubkey', 'genpsk'], 'network.interface.wan': ['status'] },
 		uci: { network: ['read', 'write'], solowg: ['write'] },
 	});
 });
@@ -100,10 +123,15 @@ test('acl.d: what a read-only and a full session may do (rpcd rules, acl-model.j
 	const node = menu['admin/status/solowg'];
 	const hasSections = (c) => c === 'solowg';
 
+	const isFile = (p) => aclModel.canonicalPath(p) === '/etc/init.d/solowg';   // stat() resolves the path
+	const exec = (ses, cmd, args, env) => aclModel.fileExec(ses, cmd, args, env, isFile);
+
 	assert.equal(ro.access('ubus', 'solowg', 'status'), true);
 	assert.equal(ro.access('uci', 'solowg', 'read'), true);
 	for (const m of ['genkey', 'pubkey', 'genpsk', 'reload'])
 		assert.equal(ro.access('ubus', 'solowg', m), false, `read-only: ${m}`);
+	assert.equal(ro.access('ubus', 'file', 'exec'), false, 'read-only: ubus file exec');
+	assert.equal(exec(ro, '/etc/init.d/solowg', ['reload']), 6, 'read-only: rpcd refuses the reload too');
 	assert.equal(ro.access('ubus', 'network.interface.wan', 'status'), false, 'read-only: wan status');
 	assert.equal(ro.access('uci', 'ddns', 'read'), false, 'read-only: uci ddns');
 	for (const f of ['read', 'write'])
@@ -111,8 +139,21 @@ test('acl.d: what a read-only and a full session may do (rpcd rules, acl-model.j
 	assert.equal(ro.access('uci', 'solowg', 'write'), false);
 	assert.deepEqual(aclModel.nodespec(node, ro, hasSections), { ...node, satisfied: true, readonly: true });
 
-	for (const m of ['status', 'genkey', 'pubkey', 'genpsk', 'reload'])
+	for (const m of ['status', 'genkey', 'pubkey', 'genpsk'])
 		assert.equal(root.access('ubus', 'solowg', m), true, `root: ${m}`);
+	assert.equal(root.access('ubus', 'solowg', 'reload'), false, 'root: no ubus solowg reload (the init script runs it)');
+	// the service's reload and nothing else: rpcd matches "<executable> <args>"
+	// when the bare executable is not granted (UBUS_STATUS_PERMISSION_DENIED 6)
+	assert.equal(root.access('ubus', 'file', 'exec'), true, 'root: ubus file exec');
+	assert.equal(exec(root, '/etc/init.d/solowg', ['reload']), 0, 'root: /etc/init.d/solowg reload');
+	assert.equal(exec(root, '/etc//init.d/./solowg', ['reload']), 0, 'root: the canonical path is matched');
+	for (const args of [['stop'], ['restart'], ['start'], ['disable'], ['enable'], ['reload', 'x'], [], null])
+		assert.equal(exec(root, '/etc/init.d/solowg', args), 6, `root: /etc/init.d/solowg ${JSON.stringify(args)}`);
+	assert.equal(exec(root, '/etc/init.d/solowg', ['reload'], { PATH: '/tmp' }), 6, 'root: no environment');
+	assert.equal(exec(root, '/etc/init.d/solowg reload', null), 4, 'root: a command is a file, not a command line');
+	assert.equal(exec(root, '/bin/sh', ['-c', 'reload']), 4, 'root: nothing else (not even found here)');
+	assert.equal(aclModel.fileExec(root, '/bin/sh', ['/etc/init.d/solowg', 'reload'], null, (p) => p === '/bin/sh'), 6,
+		'root: no other executable');
 	for (const [c, f] of [['network', 'read'], ['network', 'write'], ['solowg', 'read'], ['solowg', 'write']])
 		assert.equal(root.access('uci', c, f), true, `root: uci ${c} ${f}`);
 	assert.deepEqual(aclModel.nodespec(node, root, hasSections), { ...node, satisfied: true, readonly: false });
@@ -131,12 +172,32 @@ test('acl.d: what a read-only and a full session may do (rpcd rules, acl-model.j
 
 test('every declared ubus method is granted, and every grant is used', () => {
 	const declared = declaredMethods();
+	const execs = execCommandLines();
 	const grants = granted();
 	assert.ok(Object.keys(declared).length > 0, 'found rpc.declare calls');
+	// fs.exec is LuCI's call of rpcd's ubus `file exec`
+	if (Object.keys(execs).length)
+		declared['file.exec'] = [...new Set(Object.values(execs).flat())];
 	for (const [m, files] of Object.entries(declared))
 		assert.ok(grants.has(m), `${m} (used in ${files.join(', ')}) is not granted by the ACL`);
 	for (const m of grants)
 		assert.ok(m in declared, `the ACL grants ${m} but no page calls it`);
+});
+
+test('every fs.exec command line is granted exactly, for write, and every file grant is used', () => {
+	const execs = execCommandLines();
+	assert.deepEqual(Object.keys(execs), ['/etc/init.d/solowg reload'], 'the pages run the service\'s reload only');
+	const fileGrants = {};
+	for (const group of Object.values(acl))
+		for (const mode of ['read', 'write'])
+			for (const [p, perms] of Object.entries(group[mode]?.file ?? {}))
+				fileGrants[p] = { mode, perms };
+	for (const line of Object.keys(execs)) {
+		assert.deepEqual(fileGrants[line], { mode: 'write', perms: ['exec'] }, `${line}: granted for exec in "write"`);
+		assert.ok(!/[*?[]/.test(line), `${line}: no glob characters, so the grant matches this line only`);
+	}
+	for (const p of Object.keys(fileGrants))
+		assert.ok(p in execs, `the ACL grants file ${p} but no page runs it`);
 });
 
 test('po/templates/solowg.pot is up to date (node tools/gen-pot.js)', () => {

@@ -19,6 +19,10 @@
  * - nodespec(node, session, hasUciSections): the page node LuCI hands a view
  *   as L.env.nodespec: `satisfied` (uci depends met and every acl depends
  *   group granted at least read) and `readonly` (no acl group granted write).
+ * - fileExec(session, command, params, env, isFile): the ubus status rpcd's
+ *   `file exec` answers before it runs anything (rpcd file.c,
+ *   rpc_file_exec_run): 0 when it would run the command. uhttpd's check of
+ *   ubus `file exec` comes before it and is the caller's.
  */
 'use strict';
 
@@ -190,6 +194,66 @@
 		return spec;
 	}
 
+	/* rpcd's rpc_canonicalize_path: no repeated '/', no '/./', '/x/../'
+	 * collapsed, no trailing '/'. */
+	function canonicalPath(path) {
+		var out = [];
+
+		path.split('/').forEach(function(part, i) {
+			if (i == 0 && part === '')
+				return;
+
+			if (part === '' || part == '.')
+				return;
+
+			if (part == '..')
+				out.pop();
+			else
+				out.push(part);
+		});
+
+		return (path[0] == '/' ? '/' : '') + out.join('/') || '/';
+	}
+
+	/* UBUS_STATUS_* codes rpcd answers with */
+	var UBUS_OK = 0, UBUS_INVALID_ARGUMENT = 2, UBUS_NOT_FOUND = 4, UBUS_PERMISSION_DENIED = 6;
+
+	/* The session may exec the executable itself (any arguments); else the
+	 * executable and its string arguments joined by single spaces must be
+	 * granted, so a grant of "/path arg" allows exactly that command line.
+	 * A session call with an environment is refused outright; a command that
+	 * is not a file is looked up in PATH (rpcd's default) first.
+	 * isFile(path): whether the path is a regular file. */
+	function fileExec(session, command, params, env, isFile) {
+		if (typeof command != 'string')
+			return UBUS_INVALID_ARGUMENT;
+
+		if (env != null && typeof env == 'object' && !Array.isArray(env))
+			return UBUS_PERMISSION_DENIED;
+
+		var found = isFile(command) ? command : null,
+		    path = [ '/bin', '/usr/bin', '/sbin', '/usr/sbin' ];
+
+		for (var i = 0; !found && i < path.length; i++)
+			if (isFile(path[i] + '/' + command))
+				found = path[i] + '/' + command;
+
+		if (!found)
+			return UBUS_NOT_FOUND;
+
+		var executable = canonicalPath(found);
+
+		if (session.access('file', executable, 'exec'))
+			return UBUS_OK;
+
+		if (!Array.isArray(params))
+			return UBUS_PERMISSION_DENIED;
+
+		var cmdline = [ executable ].concat(params.filter(function(p) { return typeof p == 'string'; })).join(' ');
+
+		return session.access('file', cmdline, 'exec') ? UBUS_OK : UBUS_PERMISSION_DENIED;
+	}
+
 	/* Groups the runtime needs besides the app's own, written for this
 	 * stand-in: rpcd gives every session `session access` through its
 	 * "unauthenticated" group, and LuCI's own groups let uci.js call the
@@ -227,7 +291,7 @@
 
 	var api = {
 		globMatch: globMatch, login: login, checkAclDepends: checkAclDepends, nodespec: nodespec,
-		baseAcl: baseAcl, ddnsAcl: ddnsAcl, users: users
+		fileExec: fileExec, canonicalPath: canonicalPath, baseAcl: baseAcl, ddnsAcl: ddnsAcl, users: users
 	};
 
 	if (typeof module == 'object' && module.exports)

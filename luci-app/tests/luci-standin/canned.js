@@ -3,7 +3,9 @@
  * /etc/config/network and /etc/config/solowg could hold on a router. Counters
  * grow with every status call so the rate graph has something to draw. The
  * status reply's top-level `packet_tx` is true unless the page's query says
- * packet_tx=absent (an older daemon) or packet_tx=false.
+ * packet_tx=absent (an older daemon) or packet_tx=false. What
+ * `/etc/init.d/solowg reload` prints (files/solowg.init, reload_service)
+ * depends on reload=ok (the default: nothing), problems or fail.
  */
 'use strict';
 
@@ -18,7 +20,8 @@
 		psk: 'dtdXh7sM/y6lL8IIQvI8ZD5+FMlPUPAzaiQBxAyNJ70='
 	};
 	var calls = 0, t0 = 1764500000, rx = 1048576, tx = 5242880,
-	    packetTx = new URLSearchParams(location.search).get('packet_tx');
+	    query = new URLSearchParams(location.search),
+	    packetTx = query.get('packet_tx');
 
 	window.STANDIN_KEYS = K;
 
@@ -56,6 +59,7 @@
 
 				return reply;
 			},
+			/* the daemon has it; the pages no longer call it (see STANDIN_EXEC) */
 			reload: function() { return { interfaces: [ 'wg0' ], errors: [] }; },
 			genkey: function() { return { private_key: K.clientPriv, public_key: 'JtswlaTvA4J3gyEnHJ0CEWdeuzeZzB5lChAFx6Wzzc0=' }; },
 			pubkey: function(a) { return { public_key: a.private_key == K.srvPriv ? K.srvPub : 'oMHRYu7QopwjFN9WLy3XyYjK6tJIb807G3EujOgIYKQ=' }; },
@@ -69,6 +73,33 @@
 					'ipv4-address': [ { address: '203.0.113.45', mask: 24 } ],
 					'ipv6-address': [], route: [ { target: '0.0.0.0', mask: 0, nexthop: '203.0.113.1' } ]
 				};
+			}
+		}
+	};
+
+	/* Regular files rpcd's exec finds (it answers "not found" for others). */
+	window.STANDIN_FILES = [ '/etc/init.d/solowg' ];
+
+	/* rpcd's reply to `file exec` of a command line, keyed by it: the exit
+	 * code, and stdout and stderr only when not empty. */
+	window.STANDIN_EXEC = {
+		'/etc/init.d/solowg reload': function() {
+			switch (query.get('reload')) {
+			case 'problems':
+				/* a key the export could not save, then the daemon's errors,
+				 * and an empty line the page is to skip */
+				return { code: 0, stdout: [
+					'solowg export: wg1: uci: I/O error; the daemon keeps a key in memory until it restarts',
+					'',
+					'wg0: peer \'Phone <b>Anna</b>\': allowed_ips \'10.0.0.300/32\' is not an address; peer skipped',
+					'wg1: kept its previous configuration',
+					''
+				].join('\n') };
+			case 'fail':
+				/* nothing on stdout, a failure code */
+				return { code: 1, stderr: 'Command failed: Not found\n' };
+			default:
+				return { code: 0 };
 			}
 		}
 	};

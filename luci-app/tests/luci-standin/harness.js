@@ -1,6 +1,7 @@
 /* STAND-IN harness: logs a user in, loads one solowg page and optionally drives it.
  *   ?page=status|proto  &action=...  &user=root|readonly (acl-model.js users; root by default)
  *   status: &ddns=absent (no luci-app-ddns group)  &wan=denied (acl.d without the wan grant)
+ *           &exec=denied (acl.d without its file grant)  &reload=ok|problems|fail (canned.js)
  *   proto:  &iface=wg0|wg1 (the interface whose form is drawn; wg0 by default)
  */
 'use strict';
@@ -33,13 +34,19 @@
 			user: user, aclFiles: [ ACL ], menuFile: MENU, menuPath: 'admin/status/solowg',
 			/* ddns=absent: no luci-app-ddns, /etc/config/ddns not readable */
 			extraAcls: q.get('ddns') == 'absent' ? [] : [ window.StandinAcl.ddnsAcl ],
-			/* wan=denied: the app's group without its network.interface.wan grant */
-			aclFilter: q.get('wan') == 'denied' ? function(file) {
+			/* wan=denied: the app's group without its network.interface.wan
+			 * grant; exec=denied: without its file grant (ubus `file exec` stays,
+			 * so rpcd, not uhttpd, refuses the command) */
+			aclFilter: (q.get('wan') == 'denied' || q.get('exec') == 'denied') ? function(file) {
 				var copy = JSON.parse(JSON.stringify(file));
 				Object.keys(copy).forEach(function(g) {
 					[ 'read', 'write' ].forEach(function(perm) {
-						if (copy[g][perm] && copy[g][perm].ubus)
+						if (!copy[g][perm])
+							return;
+						if (q.get('wan') == 'denied' && copy[g][perm].ubus)
 							delete copy[g][perm].ubus['network.interface.wan'];
+						if (q.get('exec') == 'denied')
+							delete copy[g][perm].file;
 					});
 				});
 				return copy;
@@ -64,6 +71,9 @@
 
 			if (action == 'settings')
 				return settings();
+
+			if (action == 'reload')
+				return reload();
 
 			if (action == 'probe')
 				return probe(view);
@@ -159,6 +169,50 @@
 		});
 	}
 
+	/* Clicks Reload between two polls and records what the page showed; then
+	 * tries other command lines the way a user could from the console. */
+	function reload() {
+		var fs, at;
+
+		return sleep(6000).then(function() {
+			at = log.calls.length;
+			document.querySelector('.cbi-button-reload').click();
+			return sleep(1000);
+		}).then(function() {
+			log.reload_calls = log.calls.slice(at);
+			log.notifications = Array.prototype.map.call(document.querySelectorAll('#notifications .alert-message'), function(n) {
+				var h = n.querySelector('h4');
+				return {
+					'class': n.className,
+					title: h ? h.textContent : null,
+					items: Array.prototype.map.call(n.querySelectorAll('li'), function(li) { return li.innerHTML; }),
+					text: n.textContent
+				};
+			});
+			log.steps.push('reloaded');
+			return L.require('fs');
+		}).then(function(f) {
+			fs = f;
+			return Promise.all([
+				[ '/etc/init.d/solowg', [ 'stop' ] ],
+				[ '/etc/init.d/solowg', [ 'restart' ] ],
+				[ '/etc/init.d/solowg', [ 'disable' ] ],
+				[ '/etc/init.d/solowg', [ 'reload', 'now' ] ],
+				[ '/etc/init.d/solowg', null ],
+				[ '/etc/init.d/solowg', [ 'reload' ], { PATH: '/tmp' } ],
+				[ '/etc/init.d/solowg reload', null ],
+				[ '/etc/init.d/../init.d/solowg', [ 'reload' ] ]
+			].map(function(c) {
+				return outcome(fs.exec(c[0], c[1], c[2])).then(function(o) {
+					return [ [ c[0] ].concat(c[1] || []).join(' ') + (c[2] ? ' (with env)' : ''), o ];
+				});
+			}));
+		}).then(function(res) {
+			log.exec_probes = {};
+			res.forEach(function(r) { log.exec_probes[r[0]] = r[1]; });
+		});
+	}
+
 	/* Full access: tick packet_tx, pick a log level, Save; then untick, Save. */
 	function settings() {
 		var uci, saveButton = function() { return document.querySelector('.cbi-page-actions .cbi-button-save'); };
@@ -221,6 +275,7 @@
 				outcome(call('solowg', 'genpsk')()),
 				outcome(call('solowg', 'reload')()),
 				outcome(uci.load('solowg')),
+				L.require('fs').then(function(fs) { return outcome(fs.exec('/etc/init.d/solowg', [ 'reload' ])); }),
 				rpc.declare({ object: 'session', method: 'access', params: [ 'scope', 'object', 'function' ], expect: { access: false } })('uci', 'solowg', 'write')
 			]);
 		}).then(function(res) {
@@ -230,7 +285,8 @@
 			probes.genpsk = res[3];
 			probes.reload = res[4];
 			probes.uci_solowg = res[5];
-			probes.session_access_uci_solowg_write = res[6];
+			probes.exec_reload = res[6];
+			probes.session_access_uci_solowg_write = res[7];
 
 			uci.set('solowg', 'main', 'packet_tx', '1');
 			return outcome(uci.save());

@@ -2,8 +2,8 @@
  * STAND-IN for LuCI's client runtime, written for luci-app-solowg's browser
  * test. It is NOT LuCI: it provides only what the solowg views call (L, E, _,
  * String.prototype.format, L.Class, L.hasViewPermission, and the modules
- * baseclass, view, rpc, poll, uci, ui, dom, form, network) with the same
- * calling conventions, backed by canned data (canned.js) instead of
+ * baseclass, view, rpc, poll, uci, ui, dom, form, network, fs) with the
+ * same calling conventions, backed by canned data (canned.js) instead of
  * rpcd/ubus; the module uqr is the stand-in that uqr-standin.js builds
  * (serve.js serves it).
  *
@@ -11,8 +11,9 @@
  * L.standinBoot() logs a user in over the app's real acl.d file and builds
  * the page's L.env.nodespec from its real menu.d entry, as the dispatcher
  * does; every rpc call is checked like uhttpd checks ubus calls, uci.load and
- * uci.save like rpcd's uci plugin, and form.Map asks `session access` whether
- * it may write its config, as LuCI's form.js does.
+ * uci.save like rpcd's uci plugin, fs.exec like uhttpd and then rpcd's file
+ * plugin, and form.Map asks `session access` whether it may write its config,
+ * as LuCI's form.js does.
  *
  * What it cannot prove: that LuCI's real form/ui classes lay out, validate,
  * save and apply the options the same way, that the real rpcd answers as the
@@ -21,7 +22,7 @@
 'use strict';
 
 (function() {
-	var log = window.__standin = { calls: [], denied: [], errors: [], uci_loads: [], uci_saves: 0, uci_saved: [] };
+	var log = window.__standin = { calls: [], denied: [], errors: [], uci_loads: [], uci_saves: 0, uci_saved: [], execs: [] };
 
 	window.addEventListener('error', function(ev) { log.errors.push(String(ev.message)); });
 	window.addEventListener('unhandledrejection', function(ev) { log.errors.push('rejection: ' + String(ev.reason && (ev.reason.stack || ev.reason))); });
@@ -293,6 +294,57 @@
 					return ret;
 				});
 			};
+		}
+	});
+
+	/* --- fs: exec only, through rpcd's file plugin ------------------------ */
+
+	/* As rpc.js's getStatusText and fs.js's error names: fs.js rejects with
+	 * these when rpcd answers a non-zero ubus status. */
+	var ubusStatusText = [ 'Command OK', 'Invalid command', 'Invalid argument', 'Method not found',
+		'Resource not found', 'No data received', 'Permission denied', 'Request timeout', 'Not supported' ];
+	var fsErrorNames = [ null, 'InvalidCommandError', 'InvalidArgumentError', 'MethodNotFoundError',
+		'NotFoundError', 'NoDataError', 'PermissionError', 'TimeoutError', 'UnsupportedError' ];
+
+	function isFile(path) {
+		return (window.STANDIN_FILES || []).indexOf(window.StandinAcl.canonicalPath(path)) >= 0;
+	}
+
+	L.define('fs', {
+		/* uhttpd checks ubus `file exec`, then rpcd the command line against
+		 * the session's file grants (acl-model.js fileExec); an allowed
+		 * command answers from canned.js's STANDIN_EXEC as rpcd would:
+		 * { code, stdout, stderr }, the last two only when not empty. */
+		exec: function(command, params, env) {
+			params = Array.isArray(params) ? params : null;
+			env = (env != null && typeof env == 'object') ? env : null;
+
+			var line = [ command ].concat(params || []).join(' ');
+
+			log.calls.push('file.exec');
+			log.execs.push(line);
+
+			if (!session)
+				return Promise.reject(new Error('stand-in: no session (L.standinBoot not called)'));
+
+			if (!session.access('ubus', 'file', 'exec'))
+				return Promise.reject(ubusDenied('file', 'exec'));
+
+			var rc = window.StandinAcl.fileExec(session, command, params, env, isFile);
+
+			if (rc != 0) {
+				log.denied.push('file.exec ' + line);
+				var e = new Error(ubusStatusText[rc] || 'Unknown error code');
+				e.name = fsErrorNames[rc] || 'Error';
+				return Promise.reject(e);
+			}
+
+			var run = (window.STANDIN_EXEC || {})[window.StandinAcl.canonicalPath(command) + (params ? ' ' + params.join(' ') : '')];
+
+			if (!run)
+				return Promise.reject(new Error('stand-in: nothing canned for ' + line));
+
+			return Promise.resolve(run());
 		}
 	});
 

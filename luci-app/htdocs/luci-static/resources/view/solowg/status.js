@@ -6,6 +6,7 @@
 'require ui';
 'require dom';
 'require form';
+'require fs';
 'require solowg.conf as conf';
 'require uqr';
 
@@ -20,6 +21,11 @@
  * stored private key and PSK from /etc/config/network, which the ACL grants
  * only with write access, so this view neither loads network nor offers the
  * dialog (or Reload) unless LuCI reports the page writable.
+ *
+ * Reload runs the init script's reload as root (rpcd's file exec; the ACL
+ * grants that one command line), not ubus `solowg reload`: the daemon runs as
+ * its own user and reads only the copy of /etc/config/network that root's
+ * `solowg export` hands it, which the init script makes first.
  */
 
 var POLL_SECONDS = 5;
@@ -37,12 +43,6 @@ var QR_OPTIONS = { ecc: 'M', border: 4, pixelSize: 4 };
 var callStatus = rpc.declare({
 	object: 'solowg',
 	method: 'status',
-	expect: { '': {} }
-});
-
-var callReload = rpc.declare({
-	object: 'solowg',
-	method: 'reload',
 	expect: { '': {} }
 });
 
@@ -218,6 +218,7 @@ function svgNode(markup) {
 
 return view.extend({
 	history: {},
+	box: null,
 	writable: false,
 
 	load: function() {
@@ -271,17 +272,46 @@ return view.extend({
 		return found;
 	},
 
-	handleReload: function(ev) {
-		return callReload().then(function(res) {
-			var errors = (res && res.errors) || [];
+	/* Reads the status again and redraws it; resolves to the status. */
+	refresh: function() {
+		return Promise.all([
+			callStatus(),
+			this.writable ? L.resolveDefault(uci.load('network'), null) : null
+		]).then(L.bind(function(res) {
+			var status = res[0] || {};
 
-			if (errors.length)
-				ui.addNotification(_('solowg reported problems while reloading'),
-					E('ul', {}, errors.map(function(e) { return E('li', {}, [ String(e) ]); })), 'warning');
-			else
-				ui.addNotification(null, E('p', {}, [ _('Configuration reloaded: %s').format(
-					((res && res.interfaces) || []).join(', ') || _('no interface')) ]), 'info');
-		}).catch(function(err) {
+			this.record(status);
+			dom.content(this.box, this.renderStatus(status));
+
+			return status;
+		}, this));
+	},
+
+	/* `/etc/init.d/solowg reload` prints one line per problem (the export
+	 * failed, a key was not saved, each error the daemon reported) and
+	 * nothing when all went well. */
+	handleReload: function(ev) {
+		return fs.exec('/etc/init.d/solowg', [ 'reload' ]).then(L.bind(function(res) {
+			var problems = String(res.stdout || '').split('\n')
+				.map(function(l) { return l.trim(); })
+				.filter(function(l) { return l.length; });
+
+			/* the reload may have changed the tunnels even when it reports problems */
+			return L.resolveDefault(this.refresh(), null).then(function(status) {
+				if (problems.length)
+					return ui.addNotification(_('solowg reported problems while reloading'),
+						E('ul', {}, problems.map(function(l) { return E('li', {}, [ l ]); })), 'warning');
+
+				/* nothing printed, yet a failure code: the script itself failed */
+				if (res.code !== 0)
+					throw new Error(String(res.stderr || '').trim() || _('exit code %d').format(res.code));
+
+				ui.addNotification(null, E('p', {}, [ status
+					? _('Configuration reloaded: %s').format((status.interfaces || [])
+						.map(function(i) { return i.name; }).join(', ') || _('no interface'))
+					: _('Configuration reloaded.') ]), 'info');
+			});
+		}, this)).catch(function(err) {
 			ui.addNotification(null, E('p', {}, [ _('Reload failed: %s').format(err.message || err) ]), 'error');
 		});
 	},
@@ -547,20 +577,12 @@ return view.extend({
 
 	render: function(data) {
 		var status = data[0] || {},
-		    box = E('div', { 'id': 'solowg-status' });
+		    box = this.box = E('div', { 'id': 'solowg-status' });
 
 		this.record(status);
 		dom.content(box, this.renderStatus(status));
 
-		poll.add(L.bind(function() {
-			return Promise.all([
-				callStatus(),
-				this.writable ? L.resolveDefault(uci.load('network'), null) : null
-			]).then(L.bind(function(res) {
-				this.record(res[0] || {});
-				dom.content(box, this.renderStatus(res[0] || {}));
-			}, this));
-		}, this), POLL_SECONDS);
+		poll.add(L.bind(this.refresh, this), POLL_SECONDS);
 
 		var statusMap = E('div', { 'class': 'cbi-map solowg-status' }, [
 			E('h2', {}, _('solowg')),
