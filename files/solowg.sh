@@ -34,7 +34,9 @@ proto_solowg_init_config() {
 	# netifds that watch '<proto>_<interface>' sections renew the interface when its peers
 	# change (ignored by those that do not).
 	peer_detect=1
-	proto_config_add_string "private_key"
+	# No private_key: netifd passes the declared options to every handler run as a command
+	# line argument, which any user can read in /proc; the daemon reads the key from what
+	# `solowg export` hands it. Undeclared, a saved key is also no change netifd reacts to.
 	proto_config_add_int "listen_port"
 	proto_config_add_int "mtu"
 	proto_config_add_string "fwmark"
@@ -60,10 +62,10 @@ solowg_up() {
 	# After the wait: the daemon made its directory its own when it started.
 	msg=$(solowg export 2>&1)
 	case $? in
-	0) ;;
-	# Handed over, but a generated key could not be saved: the interface comes up with one
-	# the daemon keeps in memory, and the log says why.
-	3) printf '%s\n' "$msg" | logger -t solowg ;;
+	# Handed over (with a key generated and saved, if it says so); or handed over but a
+	# generated key could not be saved: the interface comes up with one the daemon keeps in
+	# memory, and the log says why.
+	0 | 3) [ -z "$msg" ] || printf '%s\n' "$msg" | logger -t solowg ;;
 	*)
 		json_init
 		json_add_string error "${msg#solowg export: }"

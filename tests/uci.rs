@@ -578,6 +578,50 @@ fn random_files_read_like_uci() {
     }
 }
 
+/// netifd sets interfaces up in parallel, each handler running `solowg export`: exports at
+/// the same time make one key for a keyless interface, not one each.
+#[test]
+fn concurrent_exports_make_one_key() {
+    use solowg::openwrt::handover;
+    let Some(bin) = uci_bin("concurrent_exports_make_one_key") else {
+        return;
+    };
+    let u = Uci::new(bin);
+    for i in ["wg0", "wg1", "wg2"] {
+        u.set(i, "interface");
+        u.set(&format!("{i}.proto"), "solowg");
+    }
+    u.run(&["commit", PKG]);
+    let runs: Vec<_> = (0..6)
+        .map(|n| {
+            let opts = handover::Options {
+                config_dir: u.root.join("config"),
+                uci: u.bin.display().to_string(),
+                to_dir: u.root.join(format!("run{n}")),
+            };
+            std::thread::spawn(move || handover::run(&opts).expect("export"))
+        })
+        .collect();
+    let outs: Vec<_> = runs.into_iter().map(|t| t.join().unwrap()).collect();
+    let mut saved: Vec<String> = outs.iter().flat_map(|o| o.keys_saved.clone()).collect();
+    saved.sort();
+    assert_eq!(saved, ["wg0", "wg1", "wg2"], "{outs:?}");
+    let file = load(&u);
+    for n in 0..6 {
+        let text = std::fs::read_to_string(u.root.join(format!("run{n}/network"))).unwrap();
+        let copy = config::parse_network(&text);
+        for i in ["wg0", "wg1", "wg2"] {
+            match (
+                &file.interface(i).unwrap().private_key,
+                &copy.interface(i).unwrap().private_key,
+            ) {
+                (KeySpec::Key(a), KeySpec::Key(b)) => assert_eq!(a[..], b[..], "run{n} {i}"),
+                _ => panic!("run{n} {i}: no key"),
+            }
+        }
+    }
+}
+
 /// `solowg export` (root, before `up` and `reload`): a `proto solowg` interface without a
 /// key gets one, saved by the real `uci batch` from its standard input; the copy handed to
 /// the daemon holds that interface, its peers (both section types) and nothing else of the

@@ -154,6 +154,7 @@ fn spawn_background(ifname: &str) -> i32 {
 /// `--uci`: every managed interface in one loop, with the ubus object.
 #[inline(never)]
 fn run_managed(args: &[String]) -> i32 {
+    log::split_streams();
     let mut opts = Options {
         config_dir: "/etc/config".into(),
         ubus_socket: crate::openwrt::ubus::socket_path(),

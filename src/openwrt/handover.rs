@@ -84,6 +84,20 @@ fn read_network(dir: &Path) -> Result<Zeroizing<String>, String> {
 }
 
 pub fn run(opts: &Options) -> Result<Outcome, String> {
+    // netifd sets interfaces up in parallel, each handler running an export: one at a time,
+    // or two would each make a key for the same keyless interface and the daemon could get
+    // the one that was not saved last. The lock is on the directory (root's; a lock file
+    // would mean writing to flash, or a name in /tmp that anyone could hold).
+    let dir = fs::File::open(&opts.config_dir)
+        .map_err(|e| format!("{}: {e}", opts.config_dir.display()))?;
+    crate::sys::lock::exclusive(&dir)
+        .map_err(|e| format!("{}: lock: {e}", opts.config_dir.display()))?;
+    let out = run_locked(opts);
+    drop(dir);
+    out
+}
+
+fn run_locked(opts: &Options) -> Result<Outcome, String> {
     let mut out = Outcome::default();
     let mut text = read_network(&opts.config_dir)?;
     let cfg = config::parse_network(&text);

@@ -8,6 +8,7 @@
 pub mod batch;
 pub mod event_loop;
 pub mod iface;
+pub mod lock;
 pub mod netlink;
 pub mod offload;
 pub mod packet_tx;

@@ -464,7 +464,7 @@ init_ok() {
 		. "$1/netifd-standin.sh"; . "$2/files/solowg.sh"; proto_solowg_init_config
 		echo "flags $available $no_device $no_proto_task" >>"$NETIFD_LOG"' sh "$here" "$here/../.." &&
 		grep -qx "flags 1 1 1" "$NT_TMP/netifd.log" &&
-		grep -qx "config string private_key" "$NT_TMP/netifd.log" &&
+		! grep -q "private_key" "$NT_TMP/netifd.log" && grep -qx "config int listen_port" "$NT_TMP/netifd.log" &&
 		grep -qx "config array addresses" "$NT_TMP/netifd.log"
 }
 nt_check netifd.init-config init_ok || true
