@@ -8,7 +8,10 @@
 # interface. Configuration errors are shown in
 # `ubus call network.interface.<name> status` and stop netifd from retrying in a loop.
 
-[ -n "$INCLUDE_ONLY" ] || [ -x /usr/sbin/solowg ] || exit 0
+# Without the program the protocol is not offered, except to a setup: during a package
+# upgrade the program is briefly missing, and a setup that ended here would tell netifd
+# nothing, which it never retries. It fails below instead, and netifd tries again.
+[ -n "$INCLUDE_ONLY" ] || [ -x /usr/sbin/solowg ] || [ "$2" = setup ] || exit 0
 
 [ -n "$INCLUDE_ONLY" ] || {
 	. /lib/functions.sh
@@ -62,6 +65,9 @@ solowg_up() {
 	# After the wait: the daemon made its directory its own when it started.
 	msg=$(solowg export 2>&1)
 	case $? in
+	# The program missing or not yet executable (being upgraded): as if the daemon were
+	# not there, so netifd tries again.
+	126 | 127) return 1 ;;
 	# Handed over (with a key generated and saved, if it says so); or handed over but a
 	# generated key could not be saved: the interface comes up with one the daemon keeps in
 	# memory, and the log says why.

@@ -457,6 +457,19 @@ fatal_ok() {
 		! nt_link_exists "$NT_NS_A" "${NT_IF_A}x"
 }
 nt_check netifd.bad-key-error-and-no-restart fatal_ok || true
+# A setup while a package upgrade replaces the program: `solowg export` not found (127) is
+# the daemon not being there yet: netifd is told to try again, not blocked.
+mv "$NT_TMP/a/bin/solowg" "$NT_TMP/a/bin/solowg.real"
+printf '#!/bin/sh\nexit 127\n' >"$NT_TMP/a/bin/solowg"
+chmod +x "$NT_TMP/a/bin/solowg"
+missing=$(handler a setup "${NT_IF_A}x")
+mv "$NT_TMP/a/bin/solowg.real" "$NT_TMP/a/bin/solowg"
+retry_ok() {
+	grep -q "^proto_notify_error ${NT_IF_A}x DAEMON_UNAVAILABLE" <<<"$missing" &&
+		grep -qx "proto_setup_failed ${NT_IF_A}x" <<<"$missing" &&
+		! grep -q "proto_block_restart" <<<"$missing"
+}
+nt_check netifd.program-missing-during-upgrade-is-retried retry_ok || true
 # shellcheck disable=SC2016
 init_ok() {
 	: >"$NT_TMP/netifd.log"
