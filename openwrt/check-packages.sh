@@ -67,6 +67,17 @@ expected_files() {
 	esac | LC_ALL=C sort -k2,2
 }
 
+# The package's own postinst part, as package-pack.mk writes it from the Makefile's
+# Package/NAME/postinst define (make turns $$ into $); empty when there is none.
+expected_postinst_pkg() {
+	local mk
+	case $1 in
+	solowg) mk=$root/openwrt/Makefile ;;
+	*) return 0 ;;
+	esac
+	sed -n "/^define Package\/$1\/postinst\$/,/^endef\$/p" "$mk" | sed '1d;$d' | sed 's/\$\$/$/g'
+}
+
 expected_userid() {
 	case $1 in
 	solowg) echo "$solowg_userid" ;;
@@ -222,7 +233,12 @@ check_ipk() {
 		"$(stat -c %a "$d/control/postinst" "$d/control/prerm" | tr '\n' ' ' | sed 's/ $//')"
 	if [[ $name == solowg ]]; then
 		same "conffiles" "/etc/config/solowg" "$(cat "$d/control/conffiles" 2>/dev/null)"
-		same "control members" "conffiles control postinst prerm" "$(names_in "$d/control")"
+		same "control members" "conffiles control postinst postinst-pkg prerm" "$(names_in "$d/control")"
+		check_script "postinst-pkg" "$d/control/postinst-pkg" IPKG_INSTROOT "killall -HUP ubusd" \
+			get_proto_handlers "/etc/init.d/network restart" "exit 0"
+		same "postinst-pkg is openwrt/Makefile's Package/solowg/postinst" \
+			"$(expected_postinst_pkg solowg)" "$(cat "$d/control/postinst-pkg" 2>/dev/null)"
+		same "mode of postinst-pkg" "755" "$(stat -c %a "$d/control/postinst-pkg" 2>/dev/null)"
 	else
 		check_script "postinst-pkg" "$d/control/postinst-pkg" luci-indexcache luci-modulecache \
 			"/etc/init.d/rpcd reload" IPKG_INSTROOT
@@ -283,6 +299,17 @@ check_apk() {
 	check_script "pre-deinstall" "$s/pre-deinstall" default_prerm "pkgname=\"$name\""
 	[[ $name == luci-app-solowg ]] && check_script "post-install (LuCI part)" "$s/post-install" \
 		luci-modulecache "/etc/init.d/rpcd reload"
+	local part n
+	part=$(expected_postinst_pkg "$name")
+	if [[ -n $part ]]; then
+		# package-pack.mk appends the part, without its #! line, to both scripts.
+		part=$(sed 1d <<<"$part")
+		n=$(wc -l <<<"$part")
+		same "post-install ends with openwrt/Makefile's Package/$name/postinst" "$part" \
+			"$(tail -n "$n" "$s/post-install" 2>/dev/null)"
+		same "post-upgrade ends with openwrt/Makefile's Package/$name/postinst" "$part" \
+			"$(tail -n "$n" "$s/post-upgrade" 2>/dev/null)"
+	fi
 
 	# The .ipk of the same build must hold the same files, modes and contents.
 	sibling=$(find "$(dirname "$file")" -maxdepth 1 -name "${name}_${version}_*.ipk" | head -n1)

@@ -388,6 +388,19 @@ LUCI_POSTINST_PKG = """# Only on a running router: forget LuCI's cached menu ind
 """
 
 
+def make_script(body):
+    """A Package/NAME/postinst define as package-pack.mk writes it to postinst-pkg: make has
+    expanded it once ($$ is the shell's $) and echo ends it with a newline. Any other $ would
+    be a make reference this script does not expand."""
+    if body is None:
+        return None
+    if "$" in body.replace("$$", ""):
+        die("cannot expand a make reference in a postinst define (write $$ for the shell's $)")
+    if not body.startswith("#!/bin/sh\n"):
+        die("a postinst define starts with #!/bin/sh")
+    return body.replace("$$", "$") + "\n"
+
+
 def apk_scripts(name, postinst_pkg):
     """The apk scripts of OpenWrt 25.12: apk passes no script name, so pkgname and root are
     exported for the same functions.sh hooks; post-upgrade is post-install with PKG_UPGRADE=1."""
@@ -918,6 +931,7 @@ def solowg_spec(arch, binary, release=None, src=None):
     if "$(" in userid:
         die("cannot expand USERID %s" % userid)
     inputs = [SOLOWG_MAKEFILE, binary]
+    postinst_pkg = make_script(defines.get("Package/solowg/postinst"))
     return {
         "name": "solowg", "version": version, "arch": arch,
         "depends": depends_list(pkg.get("DEPENDS", "")),
@@ -927,7 +941,7 @@ def solowg_spec(arch, binary, release=None, src=None):
         "maintainer": variables["PKG_MAINTAINER"], "url": pkg.get("URL", variables.get("PKG_URL", "")),
         "userid": userid,
         "description": defines["Package/solowg/description"], "conffiles": conffiles,
-        "postinst_pkg": None, "inputs": inputs,
+        "postinst_pkg": postinst_pkg, "inputs": inputs,
     }, tree
 
 

@@ -10,9 +10,10 @@
 #                       its .rusers list, for apk); adds the group, then the user (home
 #                       /var/run/NAME, shell /bin/false, a locked shadow entry) unless they
 #                       exist, then the user to the group's members unless it is there.
-#   default_postinst    add_group_and_user for an opkg package, then enables each init
-#                       script the package lists: /etc/rc.d/S<START>name and K<STOP>name,
-#                       links to ../init.d/name.
+#   default_postinst    add_group_and_user for an opkg package, then sources the package's
+#                       postinst-pkg in a subshell, then enables each init script the
+#                       package lists: /etc/rc.d/S<START>name and K<STOP>name, links to
+#                       ../init.d/name; returns the postinst-pkg's status.
 #   default_prerm       disables them: the links go.
 #
 # The real ones reach the links through /etc/rc.common; this reads START and STOP itself.
@@ -77,9 +78,15 @@ add_group_and_user() {
 }
 
 default_postinst() {
-	local pkgname="${pkgname:-$(basename "${1%.*}")}"
+	local pkgname="${pkgname:-$(basename "${1%.*}")}" ret=0
 	[ ! -e "$IPKG_INSTROOT/usr/lib/opkg/info/$pkgname.list" ] || add_group_and_user "$pkgname"
+	if [ -f "$IPKG_INSTROOT/usr/lib/opkg/info/$pkgname.postinst-pkg" ]; then
+		# shellcheck disable=SC1090 # the package's own part
+		(. "$IPKG_INSTROOT/usr/lib/opkg/info/$pkgname.postinst-pkg")
+		ret=$?
+	fi
 	standin_initscripts enable
+	return $ret
 }
 
 default_prerm() {

@@ -15,6 +15,7 @@
 #     .list names files only); so does FILE-opkg, which no package lists.
 #   list-changed-conffiles: the conffiles whose SHA-256 differs from the recorded one.
 #
+# The package's postinst-pkg is kept beside its postinst, for default_postinst to source.
 # Scripts run only with --force-postinstall, through `sh -c "SCRIPT ARGS"`, as the real one
 # runs them. The status entry carries the fields the real one wrote, and Conffiles records
 # the SHA-256 of the file as shipped. Not done: dependencies, feeds, preinst and postrm (the
@@ -111,7 +112,7 @@ install_ipk() {
 		fi
 	done <"$tmp/control/conffiles"
 	rm -f "$info/$name".*
-	for f in control conffiles postinst prerm; do
+	for f in control conffiles postinst postinst-pkg prerm; do
 		if [[ -s $tmp/control/$f ]]; then cp -p "$tmp/control/$f" "$info/$name.$f"; fi
 	done
 	cp "$tmp/list" "$info/$name.list"

@@ -101,6 +101,8 @@ check package.conffiles "/etc/config/solowg" "$(cat "$work/v1.control/conffiles"
 check package.no-keep.d "" "$(grep '^/lib/upgrade/keep.d/' "$work/v1.files" || true)"
 check package.require-user "solowg=820:solowg=820" "$userid"
 check package.init-start-stop "set set" "${start:+set} ${stop:+set}"
+check package.postinst-pkg "present 755" \
+	"$([[ -s $work/v1.control/postinst-pkg ]] && echo present) $(stat -c %a "$work/v1.control/postinst-pkg" 2>/dev/null)"
 check package.configs-differ 1 "$(cmp -s "$work/v1.d/etc/config/solowg" "$work/v2.d/etc/config/solowg" || echo 1)"
 
 # ---- an offline root, as an image build leaves it
@@ -129,10 +131,41 @@ new_root() {
 	echo /etc/config/network >"$root/usr/lib/opkg/info/base-files.list"
 }
 
+# Recording stand-ins for the commands the package's postinst part runs on a live router:
+# each call is appended to $CALLS. ubus answers as netifd would: get_proto_handlers names
+# solowg when $KNOWN is set; an interface's status says "up": true when it is in $UP_IFACES,
+# "autostart": false when it is in $DOWN_IFACES (taken down with ifdown).
+mkdir -p "$work/bin"
+cat >"$work/bin/ubus" <<'STANDIN'
+#!/bin/sh
+echo "ubus $*" >>"$CALLS"
+case "$*" in
+"call network get_proto_handlers")
+	if [ -n "$KNOWN" ]; then name=solowg; else name=static; fi
+	printf '{\n\t"%s": {\n\t\t"no_device": true\n\t}\n}\n' "$name"
+	;;
+"call network.interface."*" status")
+	up=false auto=true
+	case " $UP_IFACES " in *" ${2#network.interface.} "*) up=true ;; esac
+	case " $DOWN_IFACES " in *" ${2#network.interface.} "*) auto=false ;; esac
+	printf '{\n\t"up": %s,\n\t"pending": false,\n\t"autostart": %s\n}\n' "$up" "$auto"
+	;;
+esac
+STANDIN
+cat >"$work/bin/killall" <<'STANDIN'
+#!/bin/sh
+echo "killall $*" >>"$CALLS"
+exit "${KILLALL_RC:-0}"
+STANDIN
+chmod 755 "$work/bin/ubus" "$work/bin/killall"
+export CALLS=$work/calls
+: >"$CALLS"
+
 # opkg as the image build runs it, its output appended to opkg.log and printed on failure.
+# The stand-ins come first on PATH: offline, the package must call none of them.
 run_opkg() {
 	echo "### opkg $*" >>"$work/opkg.log"
-	if ! IPKG_INSTROOT=$root TMPDIR=$root/tmp "$opkg" --offline-root "$root" --force-postinstall \
+	if ! PATH=$work/bin:$PATH IPKG_INSTROOT=$root TMPDIR=$root/tmp "$opkg" --offline-root "$root" --force-postinstall \
 		--add-dest root:/ --add-arch all:100 --add-arch "$arch:200" "$@" >"$work/opkg.out" 2>&1; then
 		check "opkg $* exits 0" 0 1
 		cat "$work/opkg.out"
@@ -232,5 +265,63 @@ check upgrade-unchanged.keep-list "" "$(keep_list)"
 run_opkg remove solowg
 removed_checks remove-unchanged ""
 check remove-unchanged.etc-config "network" "$(ls "$root/etc/config/")"
+check offline.no-ubus-or-killall "" "$(cat "$CALLS")"
+
+# ---- the postinst part alone on a running router (IPKG_INSTROOT empty), under busybox sh
+# default_postinst sources it with base-files' functions loaded; these stand in for the three
+# it uses, over the sections in $SECTIONS ("name=proto ..."), and record config_load.
+cat >"$work/functions.sh" <<'STANDIN'
+config_load() { echo "config_load $*" >>"$CALLS"; }
+config_get() { # config_get VAR SECTION OPTION: only 'proto'
+	for s in $SECTIONS; do [ "${s%%=*}" != "$2" ] || eval "$1=\${s#*=}"; done
+}
+config_foreach() { # config_foreach FUNCTION interface: every section is an interface
+	for s in $SECTIONS; do "$1" "${s%%=*}"; done
+}
+STANDIN
+# A busybox built with FEATURE_SH_STANDALONE (Debian's) runs its own killall before PATH's
+# (OpenWrt's does not prefer applets): a function, which the shell looks up first, reaches
+# the recorder.
+echo "killall() { \"$work/bin/killall\" \"\$@\"; }" >>"$work/functions.sh"
+live_part() { # live_part KNOWN UP_IFACES [KILLALL_RC]: prints "exit STATUS" and the output
+	local out rc=0
+	: >"$CALLS"
+	# shellcheck disable=SC2016 # expanded by busybox sh
+	out=$(env -u IPKG_INSTROOT PATH="$work/bin:$PATH" KNOWN="$1" UP_IFACES="$2" DOWN_IFACES="${DOWN_IFACES:-}" \
+		KILLALL_RC="${3:-0}" SECTIONS="lan=static wg0=solowg wg1=solowg" \
+		busybox sh -c '. "$1"; . "$2"' sh "$work/functions.sh" "$work/v1.control/postinst-pkg") || rc=$?
+	echo "exit $rc${out:+ $out}"
+}
+hup="killall -HUP ubusd"
+handlers="ubus call network get_proto_handlers"
+status="ubus call network.interface.wg0 status
+ubus call network.interface.wg1 status"
+if command -v busybox >/dev/null; then
+	check live.all-up.output "exit 0" "$(live_part 1 "wg0 wg1")"
+	check live.all-up.calls "$hup
+$handlers
+config_load network
+$status" "$(cat "$CALLS")"
+	check live.one-pending.output "exit 0" "$(live_part 1 "wg0")"
+	check live.one-pending.calls "$hup
+$handlers
+config_load network
+$status
+ubus call network.interface.wg1 down
+ubus call network.interface.wg1 up" "$(cat "$CALLS")"
+	check live.taken-down-stays-down.output "exit 0" "$(DOWN_IFACES=wg1 live_part 1 "wg0")"
+	check live.taken-down-stays-down.calls "$hup
+$handlers
+config_load network
+$status" "$(cat "$CALLS")"
+	check live.first-install.output \
+		"exit 0 solowg: run /etc/init.d/network restart (or reboot) to start using proto solowg" \
+		"$(live_part "" "" 1)"
+	check live.first-install.calls "$hup
+$handlers" "$(cat "$CALLS")"
+else
+	echo "NOTICE: no busybox; the live-mode checks of the postinst part are skipped"
+fi
+
 echo "$pass passed, $fail failed"
 [[ $fail -eq 0 ]]
