@@ -762,3 +762,114 @@ fn pipelined_burst_does_not_stall_other_clients() {
     assert!(took < FAST, "get took {took:?} behind a pipelined burst");
     drop(writer.join());
 }
+
+// ---- system-call filter ----------------------------------------------------------------
+
+/// A field of the daemon's /proc/<pid>/status, or None where this kernel has none.
+fn status_field(d: &Daemon, name: &str) -> Option<String> {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", d.pid())).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+        .map(|v| v.trim().to_string())
+}
+
+/// `Daemon::start` with SOLOWG_SECCOMP set to `value`.
+fn daemon_with_seccomp(value: &str) -> Daemon {
+    let ns = Netns::new();
+    let ifname = unique("swg");
+    let log = std::env::temp_dir().join(format!("solowg-test-{ifname}.log"));
+    let log_file = File::create(&log).expect("create daemon log");
+    let child = Command::new("ip")
+        .args(["netns", "exec", &ns.name, BIN, "-f", &ifname])
+        .env_remove("WG_PROCESS_FOREGROUND")
+        .env("LOG_LEVEL", "verbose")
+        .env("SOLOWG_SECCOMP", value)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log_file)
+        .spawn()
+        .expect("spawn solowg");
+    let mut d = Daemon {
+        child,
+        ifname,
+        log,
+        ns,
+    };
+    let deadline = Instant::now() + STEP;
+    while UnixStream::connect(d.sock()).is_err() {
+        if let Some(status) = d.child.try_wait().expect("try_wait") {
+            panic!("daemon exited during start-up ({status}): {}", d.log_text());
+        }
+        assert!(Instant::now() < deadline, "UAPI socket not ready in time");
+        sleep(Duration::from_millis(10));
+    }
+    d
+}
+
+/// After setup the daemon runs under its filter (mode 2, one filter) and keeps working
+/// through calls made after it: new UDP sockets for a fixed port, a fwmark, new UAPI
+/// connections, a peer, and a clean exit on SIGTERM.
+#[test]
+fn system_call_filter_is_on_after_setup() {
+    if skip() {
+        return;
+    }
+    let mut d = daemon();
+    assert_eq!(status_field(&d, "Seccomp").as_deref(), Some("2"));
+    if let Some(n) = status_field(&d, "Seccomp_filters") {
+        assert_eq!(n, "1");
+    }
+    assert_eq!(set(&d, &format!("fwmark=51\n{}", full_config())), 0);
+    let reply = get(&d);
+    assert_eq!(value(&reply, "listen_port"), Some("21820"), "{reply}");
+    assert_eq!(value(&reply, "fwmark"), Some("51"), "{reply}");
+    assert_eq!(
+        value(&reply, "endpoint"),
+        Some("192.0.2.7:51820"),
+        "{reply}"
+    );
+    assert_eq!(set(&d, "listen_port=0\n"), 0);
+    assert_ne!(value(&get(&d), "listen_port"), Some("21820"));
+    d.assert_running();
+    assert!(
+        d.log_text().contains("system-call filter on"),
+        "{}",
+        d.log_text()
+    );
+    let out = run(Command::new("kill").args(["-TERM", &d.pid()]));
+    assert!(out.status.success(), "{out:?}");
+    let status = wait_within(&mut d.child, FAST).expect("still running after SIGTERM");
+    assert!(status.success(), "{status}: {}", d.log_text());
+    assert!(!d.sock().exists(), "socket file left behind");
+}
+
+/// SOLOWG_SECCOMP: `off` installs no filter, `log` one that lets the daemon work, and any
+/// other value is an error that leaves the default (a filter that kills).
+#[test]
+fn seccomp_variable_chooses_the_mode() {
+    if skip() {
+        return;
+    }
+    let d = daemon_with_seccomp("off");
+    assert_eq!(status_field(&d, "Seccomp").as_deref(), Some("0"));
+    assert_eq!(status_field(&d, "NoNewPrivs").as_deref(), Some("1"));
+    assert!(d.log_text().contains("no system-call filter"));
+    drop(d);
+
+    let mut d = daemon_with_seccomp("log");
+    assert_eq!(status_field(&d, "Seccomp").as_deref(), Some("2"));
+    assert_eq!(set(&d, &full_config()), 0);
+    get(&d);
+    d.assert_running();
+    assert!(d.log_text().contains("log mode"), "{}", d.log_text());
+    drop(d);
+
+    let mut d = daemon_with_seccomp("bogus");
+    assert_eq!(status_field(&d, "Seccomp").as_deref(), Some("2"));
+    let log = d.log_text();
+    assert!(log.contains("error: SOLOWG_SECCOMP=\"bogus\""), "{log}");
+    assert!(log.contains("system-call filter on"), "{log}");
+    get(&d);
+    d.assert_running();
+}

@@ -53,6 +53,8 @@ Environment:
   LOG_LEVEL=verbose|error|silent   how much to log to stderr (default: info)
   WG_PROCESS_FOREGROUND=1          same as -f
   UBUS_SOCKET=PATH                 ubus broker socket (default /var/run/ubus/ubus.sock)
+  SOLOWG_SECCOMP=log|off           system-call filter: log calls off its list instead of
+                                   killing the process, or no filter
 ";
 
 struct Args {

@@ -16,6 +16,7 @@ pub mod poller;
 pub mod privileges;
 pub mod route_query;
 pub mod sched;
+pub mod seccomp;
 pub mod signals;
 pub mod stats;
 pub mod tun;

@@ -221,6 +221,7 @@ pub fn restrict(packet_tx: bool, account: Option<&Account>) -> Result<(), String
             io::Error::last_os_error()
         ));
     }
+    crate::sys::seccomp::install();
     Ok(())
 }
 

@@ -65,6 +65,9 @@ uci_ b add_list "network.peera.allowed_ips=$NT_IN4_A/32"
 uci_ b set "network.peera.route_allowed_ips=1"
 uci_ a commit network
 uci_ b commit network
+# B's interface is the kernel WireGuard handler's configuration with only `proto` changed:
+# going back means setting `proto` again, so solowg must leave those sections as they are.
+uci_ b export network >"$NT_TMP/b-network-before.txt"
 
 # A's name sources: `ip netns exec` puts these over /etc/resolv.conf and /etc/hosts.
 mkdir -p "/etc/netns/$NT_NS_A"
@@ -133,7 +136,7 @@ done
 solowg_pid_of() { pgrep -P "${DPID[$1]}" -x solowg; }
 # What it holds once serving: the user asked for, CAP_NET_ADMIN and CAP_NET_BIND_SERVICE
 # (0x1400) and nothing in the bounding set beyond them, no_new_privs, not dumpable (its
-# /proc files then belong to root), and the system-call filter.
+# /proc files then belong to root), and its system-call filter (Seccomp 2).
 privileges_ok() {
 	local st p
 	p=$(solowg_pid_of a) && st=$(cat "/proc/$p/status") || return 1
@@ -143,7 +146,7 @@ privileges_ok() {
 		grep -qE '^Groups:\s+65534\s*$' <<<"$st" &&
 		grep -qx 'CapEff:.0000000000001400' <<<"$st" && grep -qx 'CapPrm:.0000000000001400' <<<"$st" &&
 		grep -qx 'CapBnd:.0000000000001400' <<<"$st" && grep -qx 'CapInh:.0000000000000000' <<<"$st" &&
-		grep -qx 'NoNewPrivs:.1' <<<"$st" &&
+		grep -qx 'NoNewPrivs:.1' <<<"$st" && grep -qx 'Seccomp:.2' <<<"$st" &&
 		[[ $(stat -c %u "/proc/$p/environ") == 0 ]]
 }
 nt_check a.daemon-own-user-and-only-its-capabilities privileges_ok || true
@@ -649,4 +652,6 @@ term_ok() {
 	nt_wait_until 1 nt_pid_gone "${DPID[a]}" && nt_wait_until 2 nt_sock_gone "$NT_IF_A"
 }
 nt_check a.sigterm-exit-within-1s term_ok || true
+b_sections_kept() { uci_ b export network | diff "$NT_TMP/b-network-before.txt" - >"$NT_TMP/b-network.diff"; }
+nt_check b.kernel-wireguard-sections-left-as-they-were b_sections_kept || true
 nt_summary

@@ -398,9 +398,10 @@ uci_mode() {
 		pass "$pre.object-registered" "with up, reload and status, $(($(now_ms) - t1)) ms after the start"
 		# Privileges given up once running (src/sys/privileges.rs), on this kernel's MIPS ABI:
 		# its own user, CAP_NET_ADMIN and CAP_NET_BIND_SERVICE only, in the bounding set too,
-		# no_new_privs.
-		caps=$(grep -E '^(Uid|CapEff|CapPrm|CapBnd|CapInh|NoNewPrivs):' "/proc/$spid/status" | tr -s '\t ' ' ' | tr '\n' ' ')
-		if [[ $caps == *"Uid: 65534 65534 65534 65534"* && $caps == *"CapInh: 0000000000000000"* && $caps == *"CapPrm: 0000000000001400"* &&
+		# no_new_privs, its system-call filter.
+		caps=$(grep -E '^(Uid|CapEff|CapPrm|CapBnd|CapInh|NoNewPrivs|Seccomp):' "/proc/$spid/status" | tr -s '\t ' ' ' | tr '\n' ' ')
+		if [[ $caps == *"Uid: 65534 65534 65534 65534"* && $caps == *"CapInh: 0000000000000000"* &&
+			$caps == *"Seccomp: 2"* && $caps == *"CapPrm: 0000000000001400"* &&
 			$caps == *"CapEff: 0000000000001400"* && $caps == *"CapBnd: 0000000000001400"* &&
 			$caps == *"NoNewPrivs: 1"* ]]; then
 			pass "$pre.privileges-dropped" "$caps"
