@@ -139,6 +139,11 @@ struct Daemon {
 impl Daemon {
     /// Starts a daemon and waits until its UAPI socket accepts connections.
     fn start(ns: &Rc<Netns>) -> Daemon {
+        Daemon::start_with(ns, &[])
+    }
+
+    /// `start` with these variables added to the daemon's environment.
+    fn start_with(ns: &Rc<Netns>, env: &[(&str, &str)]) -> Daemon {
         let ifname = unique("swg");
         let log = std::env::temp_dir().join(format!("solowg-test-{ifname}.log"));
         let log_file = File::create(&log).expect("create daemon log");
@@ -146,6 +151,7 @@ impl Daemon {
             .args(["netns", "exec", &ns.name, BIN, "-f", &ifname])
             .env_remove("WG_PROCESS_FOREGROUND")
             .env("LOG_LEVEL", "verbose")
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log_file)
@@ -776,35 +782,7 @@ fn status_field(d: &Daemon, name: &str) -> Option<String> {
 
 /// `Daemon::start` with SOLOWG_SECCOMP set to `value`.
 fn daemon_with_seccomp(value: &str) -> Daemon {
-    let ns = Netns::new();
-    let ifname = unique("swg");
-    let log = std::env::temp_dir().join(format!("solowg-test-{ifname}.log"));
-    let log_file = File::create(&log).expect("create daemon log");
-    let child = Command::new("ip")
-        .args(["netns", "exec", &ns.name, BIN, "-f", &ifname])
-        .env_remove("WG_PROCESS_FOREGROUND")
-        .env("LOG_LEVEL", "verbose")
-        .env("SOLOWG_SECCOMP", value)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(log_file)
-        .spawn()
-        .expect("spawn solowg");
-    let mut d = Daemon {
-        child,
-        ifname,
-        log,
-        ns,
-    };
-    let deadline = Instant::now() + STEP;
-    while UnixStream::connect(d.sock()).is_err() {
-        if let Some(status) = d.child.try_wait().expect("try_wait") {
-            panic!("daemon exited during start-up ({status}): {}", d.log_text());
-        }
-        assert!(Instant::now() < deadline, "UAPI socket not ready in time");
-        sleep(Duration::from_millis(10));
-    }
-    d
+    Daemon::start_with(&Netns::new(), &[("SOLOWG_SECCOMP", value)])
 }
 
 /// After setup the daemon runs under its filter (mode 2, one filter) and keeps working
