@@ -35,8 +35,8 @@ while [[ $# -gt 0 ]]; do
 done
 src_img=${SOLOWG_MIPS_DIR:-/var/tmp/solowg-mips-system}
 out=${out:-$src_img-$SERIES}
-# shellcheck source=tests/mips-system/host-mirror.sh
-. "$repo/tests/mips-system/host-mirror.sh"
+# shellcheck source=bench/router/kernel-lib.sh
+. "$here/kernel-lib.sh"
 log() { printf '# backports-kernel: %s\n' "$*"; }
 die() {
 	printf 'backports-kernel: %s\n' "$*" >&2
@@ -44,14 +44,7 @@ die() {
 }
 [[ $(id -u) == 0 ]] || die "run as root"
 
-need=()
-for p in gcc-mipsel-linux-gnu flex bison bc libssl-dev libelf-dev kmod; do
-	dpkg-query -W -f '${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || need+=("$p")
-done
-if [[ ${#need[@]} -gt 0 ]]; then
-	log "installing ${need[*]}"
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need[@]}" >/dev/null
-fi
+kernel_tools
 
 bash "$repo/tests/mips-system/image.sh" "$src_img"
 base_cfg=$(find "$src_img/rootfs/boot" -maxdepth 1 -name 'config-6.1*' | sort -V | tail -n 1)
@@ -60,23 +53,7 @@ base_cfg=$(find "$src_img/rootfs/boot" -maxdepth 1 -name 'config-6.1*' | sort -V
 work=$out.build
 mkdir -p "$work"
 src=$work/linux-source-$SERIES
-if [[ ! -d $src ]]; then
-	mirror=${SOLOWG_MIPS_MIRROR:-$(host_mirror bookworm)}
-	[[ $mirror =~ ^(https?|file):/ ]] || die "no Debian mirror in the host's apt sources (set SOLOWG_MIPS_MIRROR)"
-	apt_dir=$work/apt
-	mkdir -p "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial" "$apt_dir/parts"
-	echo "deb $mirror bookworm-backports main" >"$apt_dir/sources.list"
-	apt_opts=(-o "Dir::Etc::SourceList=$apt_dir/sources.list" -o "Dir::Etc::SourceParts=$apt_dir/parts"
-		-o "Dir::State::Lists=$apt_dir/lists" -o "Dir::Cache=$apt_dir/cache" -q)
-	log "fetching linux-source-$SERIES from bookworm-backports"
-	apt-get "${apt_opts[@]}" update >/dev/null
-	(cd "$work" && apt-get "${apt_opts[@]}" download "linux-source-$SERIES" >/dev/null)
-	deb=$(find "$work" -maxdepth 1 -name "linux-source-${SERIES}_*.deb" | head -n 1)
-	[[ -f $deb ]] || die "linux-source-$SERIES was not downloaded"
-	dpkg-deb -x "$deb" "$work/pkg"
-	tar -C "$work" -xf "$work/pkg/usr/src/linux-source-$SERIES.tar.xz"
-	rm -rf "$work/pkg"
-fi
+kernel_source "$SERIES" "$work"
 
 make_k() { make -C "$src" ARCH=mips CROSS_COMPILE=mipsel-linux-gnu- "$@"; }
 sed -E 's/^(CONFIG_[A-Za-z0-9_]+)=m$/# \1 is not set/' "$base_cfg" >"$src/.config"
@@ -99,17 +76,5 @@ make_k -j"$(nproc)" vmlinux modules >"$work/make.log" 2>&1 || die "build failed,
 kver=$(cat "$src/include/config/kernel.release")
 log "built $kver in $((SECONDS - t0)) s"
 
-rm -rf "$out.new"
-cp -a "$src_img" "$out.new"
-rm -f "$out.new/.lock" "$out.new/disk.stamp"
-make_k INSTALL_MOD_PATH="$out.new/rootfs" modules_install >/dev/null
-depmod -b "$out.new/rootfs" "$kver"
-cp "$src/vmlinux" "$out.new/rootfs/boot/vmlinuz-$kver"
-# The initrd's modules are 6.1's and unused: what it needs to mount the root is built in.
-cp "$(find "$src_img/rootfs/boot" -maxdepth 1 -name 'initrd.img-6.1*' | sort -V | tail -n 1)" \
-	"$out.new/rootfs/boot/initrd.img-$kver"
-rm -rf "$out"
-mv "$out.new" "$out"
-bash "$repo/tests/mips-system/image.sh" "$out"
-grep -q "$kver" "$out/image.env" || die "the image in $out did not take $kver"
+kernel_install "$src_img" "$out" "$src"
 log "ready: SOLOWG_MIPS_DIR=$out bench/router/run ..."
