@@ -23,8 +23,11 @@ SUITE=bookworm
 ARCH=mipsel
 KERNEL_PKG=linux-image-4kc-malta
 # wireguard-go: a second userspace implementation in the guest, on the same emulated CPU;
-# ethtool: bench/router --no-gro switches the NICs' GRO off, as ath79's ag71xx has none.
-GUEST_PKGS=("$KERNEL_PKG" iproute2 iputils-ping iperf3 wireguard-tools wireguard-go kmod procps ethtool)
+# ethtool: bench/router --no-gro switches the NICs' GRO off, as ath79's ag71xx has none;
+# openssl, fastd, nftables: the user-space and kernel-only settings bench/router's cost model
+# is checked against (openssl speed, a fastd tunnel, NAT forwarding).
+GUEST_PKGS=("$KERNEL_PKG" iproute2 iputils-ping iperf3 wireguard-tools wireguard-go kmod procps ethtool
+	openssl fastd nftables)
 # Mounted by label so the boot does not depend on the order disks are probed in.
 ROOT_LABEL=swg-mips-root
 GUEST_INIT=/usr/local/sbin/solowg-guest-init
