@@ -3,6 +3,11 @@ applied to what cpu-model.c counted.
 
     model = Model()                     # bench/router/cpu-model.ini, or Model(path)
     model.cycles(insns, events, nic)    # -> {"total": ..., "insns": ..., "memory": ..., ...}
+    Model(memory=30, prefetch=True)     # a variant: another memory latency, I-cache misses
+                                        # counted with sequential-line prefetch (imiss_pf)
+    Model(plain=True)                   # a variant: cycles = instructions
+
+VARIANTS: the model variants a reviewer would call plausible (sensitivity.py, calibrate.py).
 
 events: the plugin's NAME=COUNT deltas; nic: {"frames": ..., "bytes": ...} the NICs moved
 (both directions, both NICs), for the cache maintenance a non-coherent NIC costs.
@@ -22,9 +27,11 @@ GROUPS = {
 
 
 class Model:
-    def __init__(self, path=os.path.join(HERE, "cpu-model.ini"), **override):
+    def __init__(self, path=os.path.join(HERE, "cpu-model.ini"), prefetch=False, plain=False, **override):
         cp = configparser.ConfigParser(inline_comment_prefixes=("#",))
         cp.read(path)
+        self.prefetch = prefetch
+        self.plain = plain
         raw = dict(cp["penalty"])
         raw.update({k: str(v) for k, v in override.items()})
         self.memory = float(raw.pop("memory"))
@@ -42,12 +49,28 @@ class Model:
     def cycles(self, insns, events, nic=None):
         out = {"insns": float(insns)}
         for group, names in GROUPS.items():
-            out[group] = sum(events.get(n, 0) * self.penalty[n] for n in names)
+            if self.plain:
+                out[group] = 0.0
+            elif group == "icache" and self.prefetch:
+                # Runs made before the plugin counted imiss_pf have none: no credit rather
+                # than a made-up one.
+                out[group] = events.get("imiss_pf", events.get("imiss", 0)) * self.penalty["imiss"]
+            else:
+                out[group] = sum(events.get(n, 0) * self.penalty[n] for n in names)
         nic = nic or {}
         lines = nic.get("bytes", 0) / self.line + nic.get("frames", 0)
-        out["dma"] = lines * self.dma_line
+        out["dma"] = 0.0 if self.plain else lines * self.dma_line
         out["total"] = sum(out.values())
         return out
+
+
+# name -> Model keyword arguments: the memory latency (every miss and uncached load) from 20
+# to 70 cycles, with and without sequential-line I-cache prefetch, and instructions alone.
+VARIANTS = {}
+for _m in (20, 35, 50, 70):
+    VARIANTS[f"mem {_m}"] = {"memory": _m}
+    VARIANTS[f"mem {_m} +pf"] = {"memory": _m, "prefetch": True}
+VARIANTS["insns only"] = {"plain": True}
 
 
 def parse_events(s):

@@ -12,6 +12,7 @@
  *                schedule by the 24K's latencies (load-use, address generation, mul, mfhi/mflo,
  *                div; see cpu-model.ini); dependencies across blocks are not seen
  *   imiss        L1 I-cache line misses
+ *   imiss_pf     the same with sequential-line prefetch on a miss (a model variant)
  *   dload dstore D-cache misses by a load / by a store (write-allocate, as Linux maps KSEG0
  *                and user pages: cacheable, non-coherent, write-back)
  *   wback        dirty lines evicted (written back)
@@ -82,11 +83,11 @@ __attribute__((visibility("default"))) int qemu_plugin_version = 1;
 /* ---- counters ----------------------------------------------------------------------- */
 enum {
     E_STALL, E_IMISS, E_DLOAD, E_DSTORE, E_WBACK, E_ULOAD, E_USTORE, E_IOLOAD, E_IOSTORE,
-    E_REFILL, E_EXC, E_LOADS, E_STORES, E_N
+    E_REFILL, E_EXC, E_LOADS, E_STORES, E_IMISS_PF, E_N
 };
 static const char *const event_names[E_N] = {
     "stall", "imiss", "dload", "dstore", "wback", "uload", "ustore", "ioload", "iostore",
-    "refill", "exc", "loads", "stores",
+    "refill", "exc", "loads", "stores", "imiss_pf",
 };
 static volatile uint64_t insns;
 static volatile uint64_t events[E_N];
@@ -99,7 +100,10 @@ struct cache {
     uint64_t *tag; /* [set * ways + way], most recently used first; 0 = empty, else tag + 1 */
     uint8_t *dirty;
 };
-static struct cache icache, dcache;
+/* icache_pf: the same I-cache with sequential-line prefetch on a miss (the next line of the
+ * same page is fetched too, free), for the model variant that credits such a prefetcher;
+ * its misses are imiss_pf. */
+static struct cache icache, icache_pf, dcache;
 
 static int cache_init(struct cache *c, const char *spec)
 {
@@ -439,8 +443,16 @@ static void block_exec(unsigned int vcpu, void *udata)
         events[E_EXC]++;
     unsigned miss = 0;
     int wb;
-    for (unsigned i = 0; i < f->n_lines; i++)
-        miss += (unsigned)cache_access(&icache, f->line_v[i], LINE_H(f)[i], 0, &wb);
+    uint64_t line = (uint64_t)1 << icache.line_shift;
+    for (unsigned i = 0; i < f->n_lines; i++) {
+        uint64_t v = f->line_v[i], p = LINE_H(f)[i];
+        miss += (unsigned)cache_access(&icache, v, p, 0, &wb);
+        if (cache_access(&icache_pf, v, p, 0, &wb)) {
+            events[E_IMISS_PF]++;
+            if (((v + line) & 0xfff) != 0)
+                cache_access(&icache_pf, v + line, p + line, 0, &wb);
+        }
+    }
     events[E_IMISS] += miss;
     if (f->b)
         f->b->imiss += miss;
@@ -636,7 +648,7 @@ __attribute__((visibility("default"))) int qemu_plugin_install(qemu_plugin_id_t 
         fprintf(stderr, "cpu-model: give out=FILE\n");
         return -1;
     }
-    if (cache_init(&icache, ispec) || cache_init(&dcache, dspec)) {
+    if (cache_init(&icache, ispec) || cache_init(&icache_pf, ispec) || cache_init(&dcache, dspec)) {
         fprintf(stderr, "cpu-model: a cache is KIB:WAYS:LINE, powers of two (%s, %s)\n", ispec,
                 dspec);
         return -1;

@@ -121,10 +121,44 @@ static void test_cache(void)
     CHECK(cache_access(&c, 0x400000, 0x9000, 0, &wb) == 0, "and the first is still there");
 }
 
+/* A block's lines as block_exec sees them: virtual and physical addresses alike. */
+static void run_block(uint64_t first_line, unsigned n_lines)
+{
+    struct fetch *f = calloc(1, sizeof *f + 2 * n_lines * sizeof(uint64_t));
+    f->vaddr = first_line;
+    f->n_lines = n_lines;
+    for (unsigned i = 0; i < n_lines; i++)
+        f->line_v[i] = LINE_H(f)[i] = first_line + 32 * i;
+    block_exec(0, f);
+    free(f);
+}
+
+static void test_prefetch(void)
+{
+    CHECK(cache_init(&icache, "64:4:32") == 0 && cache_init(&icache_pf, "64:4:32") == 0, "init");
+    events[E_IMISS] = events[E_IMISS_PF] = 0;
+    /* Three lines in a row: three misses; with the next line prefetched on each miss, the
+     * second comes free, so two. */
+    run_block(0x10000, 3);
+    CHECK(events[E_IMISS] == 3, "imiss %llu, want 3", (unsigned long long)events[E_IMISS]);
+    CHECK(events[E_IMISS_PF] == 2, "imiss_pf %llu, want 2", (unsigned long long)events[E_IMISS_PF]);
+    /* The line that ends a page does not prefetch the next page's first line. */
+    events[E_IMISS] = events[E_IMISS_PF] = 0;
+    run_block(0x20fe0, 2);
+    CHECK(events[E_IMISS] == 2 && events[E_IMISS_PF] == 2, "across a page: %llu / %llu, want 2 / 2",
+          (unsigned long long)events[E_IMISS], (unsigned long long)events[E_IMISS_PF]);
+    /* Lines already cached cost nothing either way. */
+    events[E_IMISS] = events[E_IMISS_PF] = 0;
+    run_block(0x10000, 3);
+    CHECK(events[E_IMISS] == 0 && events[E_IMISS_PF] == 0, "again: %llu / %llu, want 0 / 0",
+          (unsigned long long)events[E_IMISS], (unsigned long long)events[E_IMISS_PF]);
+}
+
 int main(void)
 {
     test_stalls();
     test_cache();
+    test_prefetch();
     if (failures) {
         printf("cpu-model tests: %d failed\n", failures);
         return 1;

@@ -69,10 +69,59 @@ class FitTest(unittest.TestCase):
             with contextlib.redirect_stdout(out):
                 calibrate.main(d)
             text = out.getvalue()
-        want = (14.06 - 2) / 0.1
-        self.assertIn(f"({want:.0f} cycles)", text)
-        self.assertIn("| self-r6120 |", text)
-        self.assertIn("| 14.1 | +0% |", text)
+        # The grid is in whole cycles: 121 for 120.6.
+        self.assertIn("fitted to the `fit` anchors: 121 cycles", text)
+        self.assertIn("| self-r6120 | fit |", text)
+        self.assertIn("| 2.0 | 14.1 | +0% | -86% |", text)
+        # The 74Kc's loopback is held out, compared at the same latency.
+        self.assertIn("| self-wr1043 | held out |", text)
+        self.assertIn("| as counted | 121 | 1 | 9% | 9% |", text)
+
+
+class VariantTest(unittest.TestCase):
+    def test_prefetch_counts_imiss_pf(self):
+        ev = {"imiss": 10, "imiss_pf": 4}
+        self.assertEqual(cost.Model(memory=10).cycles(0, ev)["icache"], 100)
+        self.assertEqual(cost.Model(memory=10, prefetch=True).cycles(0, ev)["icache"], 40)
+        # Counts from before imiss_pf existed: no credit.
+        self.assertEqual(cost.Model(memory=10, prefetch=True).cycles(0, {"imiss": 10})["icache"], 100)
+
+    def test_plain_is_instructions(self):
+        c = cost.Model(plain=True).cycles(500, {"imiss": 10, "dload": 3, "stall": 7}, {"frames": 2, "bytes": 64})
+        self.assertEqual(c["total"], 500)
+
+    def test_variants_span_the_latencies(self):
+        mems = {kw.get("memory") for kw in cost.VARIANTS.values() if "memory" in kw}
+        self.assertEqual((min(mems), max(mems)), (20, 70))
+        self.assertTrue(any(kw.get("prefetch") for kw in cost.VARIANTS.values()))
+        self.assertTrue(any(kw.get("plain") for kw in cost.VARIANTS.values()))
+
+
+class SensitivityTest(unittest.TestCase):
+    def test_worst_ratio_over_variants(self):
+        import sensitivity
+        snap = "wan_rx={} wan_tx=0 wan_rxb={} wan_txb=0"
+        head = "nic\timpl\ttopo\tdir\trep\tkind\tsecs\tbytes\tbps\tretrans\tinsns\tbefore\tafter\tmodel_before\tmodel_after\n"
+
+        def row(impl, kind, nbytes, insns, imiss):
+            return "\t".join(["ag71xx", impl, "forward", "up", "1", kind, "1", str(nbytes), "0", "", "0",
+                              snap.format(0, 0), snap.format(0, 0), line(0, imiss=0), line(insns, imiss=imiss)]) + "\n"
+
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "raw.tsv"), "w") as f:
+                f.write(head)
+                # Per byte: the module 100 instructions and 1 miss, solowg 50 and 0.1.
+                f.write(row("kernel", "long", 2000, 200000, 2000) + row("kernel", "short", 1000, 100000, 1000))
+                f.write(row("solowg", "long", 2000, 100000, 200) + row("solowg", "short", 1000, 50000, 100))
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                sensitivity.main([d, "--bar", "0.6"])
+            text = out.getvalue()
+        # Instructions alone: 0.50; at 70 cycles a miss: (50 + 7) / (100 + 70) = 0.34.
+        self.assertIn("| ag71xx | forward | up |", text)
+        self.assertIn("| 0.50 | 0.50 | yes |", text)
+        self.assertIn("0.34", text)
+        self.assertIn("holds in every setting", text)
 
 
 if __name__ == "__main__":
