@@ -103,13 +103,14 @@ kernel_source "$SERIES" "$work"
 make_k() { make -C "$src" ARCH=mips CROSS_COMPILE=mipsel-linux-gnu- "$@"; }
 
 # OpenWrt's generic patches that change the network stack: every file they touch is under
-# net/, include/ or drivers/net/ (not a driver's own directory), and one at least under net/.
+# net/, include/ or drivers/net/ (not a driver's own directory), and one at least is the
+# stack's own (net/, include/net/, include/linux/net*, include/linux/skbuff*).
 patch_dirs=(backport-6.12 pending-6.12 hack-6.12)
 net_patch() {
 	local files
 	files=$(sed -n 's|^+++ [^/]*/\([^[:space:]]*\).*|\1|p' "$1")
 	[[ -n $files ]] || return 1
-	grep -q '^net/' <<<"$files" || return 1
+	grep -qE '^(net/|include/net/|include/linux/net|include/linux/skbuff)' <<<"$files" || return 1
 	! grep -vqE '^(net/|include/|drivers/net/[^/]+\.[ch]$|Documentation/)' <<<"$files"
 }
 touch "$work/patches.applied" "$work/patches.refused"
@@ -122,7 +123,7 @@ mapfile -t patches < <(
 n_new=0
 for p in "${patches[@]}"; do
 	name=${p##*/}
-	name=${name##*__}
+	[[ $name == target__linux__generic__* ]] && name=${name#target__linux__generic__*-6.12__}
 	grep -qxF "$name" "$work/patches.applied" "$work/patches.refused" && continue
 	if ! net_patch "$p"; then
 		continue
@@ -327,7 +328,16 @@ kernel_install "$src_img" "$out" "$src"
 	cat "$work/patches.applied"
 	echo
 	echo "## Generic network patches that did not apply to Debian's $SERIES"
-	cat "$work/patches.refused"
+	# A backport whose reverse applies is in this kernel already.
+	while read -r name; do
+		[[ -n $name ]] || continue
+		f=$(printf '%s\n' "${patches[@]}" | grep -F "/$name" | head -n 1)
+		if [[ -n $f ]] && patch -d "$src" -p1 -R --dry-run -s <"$f" >/dev/null 2>&1; then
+			echo "$name (already in $kver)"
+		else
+			echo "$name (conflicts)"
+		fi
+	done <"$work/patches.refused"
 	echo
 	echo "## Options that bear on cost"
 	grep -E '^(# )?CONFIG_(SMP|PREEMPT[A-Z_]*|HZ|CC_OPTIMIZE_FOR_[A-Z]+|SECURITY|AUDIT|FTRACE|SCHED_DEBUG|SCHEDSTATS|STACKPROTECTOR[A-Z_]*|MEMCG|CGROUPS|INIT_ON_ALLOC_DEFAULT_ON|HARDENED_USERCOPY|SLAB_FREELIST_HARDENED|RETPOLINE|JUMP_LABEL|KALLSYMS|MPTCP|NET_RX_BUSY_POLL|RPS|XPS|BPF_JIT|NETFILTER|NF_CONNTRACK)[ =]' "$src/.config"
