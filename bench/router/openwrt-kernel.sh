@@ -334,6 +334,8 @@ kernel_install "$src_img" "$out" "$src"
 		f=$(printf '%s\n' "${patches[@]}" | grep -F "/$name" | head -n 1)
 		if [[ -n $f ]] && patch -d "$src" -p1 -R --dry-run -s <"$f" >/dev/null 2>&1; then
 			echo "$name (already in $kver)"
+		elif [[ $name =~ -v6\.([0-9]+)- ]] && ((BASH_REMATCH[1] <= 12)); then
+			echo "$name (upstream since v6.${BASH_REMATCH[1]}: this copy is an older series' backport)"
 		else
 			echo "$name (conflicts)"
 		fi
