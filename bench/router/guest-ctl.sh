@@ -85,14 +85,15 @@ rg_start() {
 }
 
 # rg_wait_ready: opens the command port (fds 7 and 8) and waits for guest.sh's @@READY; 1 (qemu
-# stopped, the port closed) when it does not come within 150 s or qemu exits first.
+# stopped, the port closed) when it does not come within RG_READY_S (150) s or qemu exits first.
 rg_wait_ready() {
 	local line t0=$SECONDS
 	# Read-write opens of a FIFO never block, whether or not qemu has opened its end yet
 	# (qemu opens both read-write too).
 	exec 7<>"$NT_TMP/ctl.in" 8<>"$NT_TMP/ctl.out"
-	# A boot takes 15-20 s here; a guest that has not answered in 150 s never does.
-	while ((SECONDS - t0 < 150)) && kill -0 "$RG_QEMU_PID" 2>/dev/null; do
+	# A boot takes 15-20 s here (2-3 minutes under -icount); a guest that has not answered in
+	# 150 s (600) never does.
+	while ((SECONDS - t0 < ${RG_READY_S:-150})) && kill -0 "$RG_QEMU_PID" 2>/dev/null; do
 		IFS= read -r -t 5 -u 8 line || continue
 		[[ ${line%$'\r'} == @@READY ]] && return 0
 	done

@@ -23,7 +23,7 @@
 # What differs from OpenWrt's own malta kernel, and why: the guest boots Debian's userland
 # from an initrd on a virtio disk (BLK_DEV_INITRD, DEVTMPFS, RD_*, VIRTIO_PCI/BLK built in,
 # VIRTIO_NET as a module); no debug information (-g does not change the code GCC emits, and it
-# takes time and disk); the le subtarget's config-default, which sets little-endian and the
+# takes time and disk); FPU support for Debian's hard-float userland; the le subtarget's config-default, which sets little-endian and the
 # CPU, is replaced by those settings (MIPS32r2, little-endian). OUT_DIR/openwrt-kernel.txt
 # lists the inputs, their commits and hashes, the patches applied and not, and the options
 # that differ from Debian's 6.12 build (backports-kernel.sh) that matter for cost.
@@ -264,8 +264,12 @@ CONFIG_NFT_REJECT=m
 CONFIG_NFT_FIB_INET=m
 CONFIG_NET_SCH_TBF=m
 CFG
-# What the emulator needs to boot Debian's userland, and the router's one core.
+# What the emulator needs to boot Debian's userland, and the router's one core. Debian's
+# mipsel userland is hard-float: without the kernel's FPU support its first floating-point
+# instruction is a SIGILL (OpenWrt's userland is soft-float, so OpenWrt leaves it off; solowg
+# is soft-float too, and the kernel saves FPU state only for tasks that used the FPU).
 cat >"$work/config-guest" <<CFG
+CONFIG_MIPS_FP_SUPPORT=y
 CONFIG_BLK_DEV_INITRD=y
 CONFIG_RD_GZIP=y
 CONFIG_RD_XZ=y
