@@ -271,6 +271,18 @@ fn errno(reply: &str) -> i32 {
         .unwrap_or_else(|| panic!("no errno in {reply:?}"))
 }
 
+/// `wg` from wireguard-tools, if installed (CI installs it); else None, after saying so.
+fn wg_tool() -> Option<String> {
+    for dir in ["/usr/bin", "/usr/sbin", "/bin", "/sbin", "/usr/local/bin"] {
+        let p = format!("{dir}/wg");
+        if std::path::Path::new(&p).exists() {
+            return Some(p);
+        }
+    }
+    println!("skipped: the `wg` part needs wireguard-tools");
+    None
+}
+
 fn value<'a>(reply: &'a str, key: &str) -> Option<&'a str> {
     reply
         .lines()
@@ -562,7 +574,7 @@ fn set_is_all_or_nothing() {
     let d = daemon();
     let before = get(&d);
     let bad = format!("{}allowed_ip=10.0.0.0/33\n", full_config());
-    assert_eq!(set(&d, &bad), 22);
+    assert_eq!(set(&d, &bad), -22);
     assert_eq!(get(&d), before, "a refused set changed the device");
 
     assert_eq!(set(&d, &full_config()), 0);
@@ -588,9 +600,31 @@ fn port_in_use_is_refused_unapplied() {
     assert_ne!(value(&before, "listen_port"), Some(taken.as_str()));
 
     let req = format!("private_key={PRIVATE}\nlisten_port={taken}\n");
-    assert_eq!(set(&d, &req), 98, "expected EADDRINUSE");
+    assert_eq!(
+        set(&d, &req),
+        -98,
+        "expected EADDRINUSE, negated as wireguard-go sends it"
+    );
     assert_eq!(get(&d), before, "a refused set changed the device");
     assert_eq!(value(&get(&holder), "listen_port"), Some(taken.as_str()));
+
+    // What an operator sees: wg negates the value back and prints strerror's words.
+    if let Some(wg) = wg_tool() {
+        let out = run(Command::new("ip").args([
+            "netns",
+            "exec",
+            &ns.name,
+            &wg,
+            "set",
+            &d.ifname,
+            "listen-port",
+            &taken,
+        ]));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{out:?}");
+        assert!(stderr.contains("Address already in use"), "{stderr}");
+        assert_eq!(get(&d), before, "a refused set changed the device");
+    }
 }
 
 #[test]
@@ -677,7 +711,7 @@ fn oversized_request_is_refused() {
         sent > MAX_REQUEST_BYTES,
         "daemon stopped reading after {sent} bytes"
     );
-    // Either errno=22 then close, or just close; never silence (a read timeout).
+    // Either errno=-22 then close, or just close; never silence (a read timeout).
     let mut got = Vec::new();
     let mut chunk = [0u8; 256];
     loop {
@@ -688,7 +722,7 @@ fn oversized_request_is_refused() {
             Err(e) => panic!("no answer to an oversized request: {e} (got {got:?})"),
         }
     }
-    assert!(got.is_empty() || got == b"errno=22\n\n", "{got:?}");
+    assert!(got.is_empty() || got == b"errno=-22\n\n", "{got:?}");
     d.assert_running();
     get(&d);
 }
@@ -715,7 +749,7 @@ fn garbage_first_line_is_refused() {
     }
     let mut d = daemon();
     let reply = request(&d, "GET / HTTP/1.1\r\n\r\n");
-    assert_eq!(reply, "errno=22\n\n");
+    assert_eq!(reply, "errno=-22\n\n");
     d.assert_running();
     get(&d);
 }

@@ -621,9 +621,12 @@ pub fn write_get_reply(out: &mut Vec<u8>, info: &DeviceInfo) {
     write_errno(out, 0);
 }
 
-/// Appends `errno=N\n\n`.
+/// Appends the status line of a reply to a request that failed with `errno` (positive, as
+/// in errno.h; 0 for success): `errno=-N\n\n`. wireguard-go sends the negated value and `wg`
+/// negates it back before strerror, so a positive one printed "Unknown error -98" where
+/// "Address already in use" was meant.
 pub fn write_errno(out: &mut Vec<u8>, errno: i32) {
-    push_line(out, "errno", errno);
+    push_line(out, "errno", errno.checked_neg().unwrap_or(errno));
     out.push(b'\n');
 }
 
