@@ -885,3 +885,41 @@ fn seccomp_variable_chooses_the_mode() {
     get(&d);
     d.assert_running();
 }
+
+/// A failed allocation under the filter ends as abort() does, by SIGABRT (status 134 in a
+/// shell), not by the filter's SIGSYS (159): the address space is capped just above what
+/// the running daemon uses, then a large request makes its buffer grow past the cap.
+#[test]
+fn allocation_failure_under_the_filter_ends_in_sigabrt() {
+    use std::os::unix::process::ExitStatusExt;
+    if skip() {
+        return;
+    }
+    // A backtrace asked for is refused, not attempted (it would need calls off the list).
+    let mut d = Daemon::start_with(&Netns::new(), &[("RUST_BACKTRACE", "1")]);
+    assert_eq!(status_field(&d, "Seccomp").as_deref(), Some("2"));
+    let vm_kib: u64 = status_field(&d, "VmSize")
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .expect("VmSize");
+    let cap = (vm_kib + 1024) * 1024;
+    let out = run(Command::new("prlimit").args(["--pid", &d.pid(), &format!("--as={cap}:{cap}")]));
+    assert!(out.status.success(), "{out:?}");
+    let mut s = connect(&d);
+    let mut data = b"set=1\n".to_vec();
+    data.resize(MAX_REQUEST_BYTES - 1024, b'a');
+    for chunk in data.chunks(65536) {
+        if s.write_all(chunk).is_err() {
+            break; // gone already
+        }
+    }
+    let status = wait_within(&mut d.child, STEP).expect("the daemon survived past its cap");
+    assert_eq!(status.signal(), Some(SIGABRT), "{status}: {}", d.log_text());
+    assert!(
+        d.log_text().contains("memory allocation of"),
+        "{}",
+        d.log_text()
+    );
+}
+
+/// SIGABRT's number on every architecture the daemon supports.
+const SIGABRT: i32 = 6;
