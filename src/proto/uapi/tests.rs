@@ -956,3 +956,25 @@ fn mutated_valid_request_never_panics() {
     // Sanity: the mutator does not destroy everything.
     assert!(accepted > 0);
 }
+
+#[test]
+fn reserve_wiping_within_stops_doubling_at_the_limit() {
+    let limit = MAX_REQUEST_BYTES + 1;
+    let mut v = Vec::new();
+    let chunk = vec![b'a'; 65536];
+    while v.len() < limit {
+        let n = (limit - v.len()).min(chunk.len());
+        reserve_wiping_within(&mut v, n, limit);
+        v.extend_from_slice(&chunk[..n]);
+        assert!(
+            v.capacity() <= limit,
+            "capacity {} at {}",
+            v.capacity(),
+            v.len()
+        );
+    }
+    assert_eq!(v.len(), limit);
+    // What is needed is always given, past the limit too.
+    reserve_wiping_within(&mut v, 10, limit);
+    assert!(v.capacity() >= limit + 10);
+}

@@ -18,19 +18,27 @@ const MAX_ACCEPTS_PER_TURN: usize = 4;
 /// Stop answering a client whose unread replies reach this size until it reads them.
 const OUTBUF_HIGH: usize = 1 << 20;
 
+/// The most a client's pending input may hold: one byte past the largest request, enough for
+/// the parser to see that a request without its end is too long.
+const INBUF_MAX: usize = uapi::MAX_REQUEST_BYTES + 1;
+
 /// `v.extend_from_slice(data)`, but a reallocation wipes the old allocation first: a growing
-/// UAPI request may hold a private key, and `Vec` growth frees the old copy as it is.
+/// UAPI request may hold a private key, and `Vec` growth frees the old copy as it is. The
+/// capacity stays within [`INBUF_MAX`] (doubling would take it to twice that).
 fn extend_wiping(v: &mut Vec<u8>, data: &[u8]) {
-    uapi::reserve_wiping(v, data.len());
+    uapi::reserve_wiping_within(v, data.len(), INBUF_MAX);
     v.extend_from_slice(data);
 }
 
 impl Client {
     /// Read more only while there is room and the client keeps up with its replies.
     fn wants_read(&self) -> bool {
-        !self.closing
-            && self.inbuf.len() <= uapi::MAX_REQUEST_BYTES
-            && self.outbuf.len() < OUTBUF_HIGH
+        !self.closing && self.inbuf.len() < INBUF_MAX && self.outbuf.len() < OUTBUF_HIGH
+    }
+
+    /// How much the next read may take: no more than fills the input to [`INBUF_MAX`].
+    fn read_room(&self) -> usize {
+        INBUF_MAX.saturating_sub(self.inbuf.len())
     }
 }
 
@@ -131,7 +139,8 @@ impl Io {
                 c.read_blocked = !c.closing;
                 break;
             }
-            match (&c.stream).read(&mut buf[..65536]) {
+            let room = c.read_room().min(65536);
+            match (&c.stream).read(&mut buf[..room]) {
                 Ok(0) => {
                     c.closing = true;
                     break;
