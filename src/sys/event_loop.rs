@@ -585,10 +585,18 @@ impl Daemon {
             }
             self.waits += 1;
             if signal {
-                match self.signals.take() {
-                    Some(libc::SIGUSR1) => self.log_stats(),
-                    Some(_) => return Exit::Signal,
-                    None => {}
+                // All pending ones: the fd is edge-triggered.
+                while let Some(sig) = self.signals.take() {
+                    match sig {
+                        libc::SIGUSR1 => self.log_stats(),
+                        // Blocked so they cannot end the daemon behind its back (their default
+                        // action), leaving its sockets behind: a closed terminal or a stray
+                        // signal is not a request to stop. Reloads come over ubus or UAPI.
+                        libc::SIGHUP | libc::SIGUSR2 => log::info(format_args!(
+                            "signal {sig} ignored (SIGTERM or SIGINT stops the daemon)"
+                        )),
+                        _ => return Exit::Signal,
+                    }
                 }
             }
             let now = Instant::now();
