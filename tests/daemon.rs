@@ -1284,3 +1284,46 @@ fn user_daemon_and_root_daemon_share_the_machine_in_both_orders() {
         );
     }
 }
+
+/// The daemon makes its socket reads and writes with recvfrom and sendto, whatever the libc:
+/// glibc's recv() and send() are the `recv` and `send` system calls on 32-bit ARM and MIPS
+/// o32 (and recvfrom/sendto elsewhere), which the filter's list does not hold. std's
+/// `UnixStream` and `UdpSocket` call them, so nothing in the binary may call them but code
+/// that never runs under the filter: starting a program (the daemon starts none; `export`
+/// and the background start run before or outside it). Checked in this host build's
+/// machine code, which is the same Rust on every target.
+#[test]
+fn no_libc_call_whose_system_call_depends_on_the_abi() {
+    let out = match Command::new("objdump")
+        .args(["-d", "-C", "--no-show-raw-insn", BIN])
+        .stderr(Stdio::null())
+        .output()
+    {
+        Ok(o) if o.status.success() => o,
+        _ => {
+            println!("skipped: no objdump");
+            return;
+        }
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut function = "";
+    let mut callers = std::collections::BTreeSet::new();
+    for line in text.lines() {
+        if line.ends_with(">:") {
+            function = line;
+        } else if ["<recv@", "<send@", "<recv>", "<send>"]
+            .iter()
+            .any(|c| line.contains(c))
+        {
+            callers.insert(function.to_string());
+        }
+    }
+    let unexpected: Vec<&String> = callers
+        .iter()
+        .filter(|f| !f.contains("Command>::spawn"))
+        .collect();
+    assert!(
+        unexpected.is_empty(),
+        "callers of recv()/send(): {unexpected:#?}"
+    );
+}

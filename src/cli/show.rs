@@ -8,7 +8,8 @@ use crate::crypto;
 use crate::proto::peer::{base64, key_from_base64_into};
 use crate::sys::iface;
 use std::fmt::Write as _;
-use std::io::{self, Read, Write};
+use std::io;
+use std::os::fd::AsFd;
 use std::os::unix::net::UnixStream;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use zeroize::Zeroizing;
@@ -34,15 +35,18 @@ pub fn interfaces() -> Vec<String> {
 
 /// The raw `get=1` reply of one interface.
 pub fn get(ifname: &str) -> io::Result<Zeroizing<String>> {
-    let mut s = UnixStream::connect(iface::socket_path(ifname))?;
+    let s = UnixStream::connect(iface::socket_path(ifname))?;
     s.set_read_timeout(Some(Duration::from_secs(5)))?;
-    s.write_all(b"get=1\n\n")?;
+    // Whole: the request is far below a socket buffer.
+    if crate::sys::send(s.as_fd(), b"get=1\n\n", 0)? != 7 {
+        return Err(io::Error::other("short write"));
+    }
     // The daemon keeps the connection open for more requests: the reply ends with its
     // errno line and an empty line.
     let mut raw = Zeroizing::new(Vec::new());
     let mut chunk = Zeroizing::new([0u8; 4096]);
     loop {
-        let n = s.read(&mut chunk[..])?;
+        let n = crate::sys::recv(s.as_fd(), &mut chunk[..], 0)?;
         if n == 0 {
             break;
         }

@@ -237,7 +237,10 @@ impl Io {
 
     fn send_udp(&self, to: SocketAddr, data: &[u8]) {
         let to = endpoint::canonical(to);
-        let mut sent = self.conns.get(to).map(|c| c.send(data));
+        let mut sent = self
+            .conns
+            .get(to)
+            .map(|c| crate::sys::send(c.as_fd(), data, 0));
         if let Some(Err(e)) = &sent {
             if e.kind() != io::ErrorKind::WouldBlock {
                 sent = None; // try unconnected; a batch send closes a broken one

@@ -114,8 +114,9 @@ pub fn allowed() -> Vec<libc::c_long> {
     #[cfg(any(target_arch = "arm", target_arch = "mips"))]
     v.push(SYS_CLOCK_GETTIME64);
     v.push(libc::SYS_clock_gettime);
-    // Control: UAPI and ubus streams (std reads and writes sockets with recv and send),
-    // netlink, signalfd, DNS.
+    // Control: UAPI and ubus streams, netlink, signalfd, DNS. Sockets are read and written
+    // with recvfrom and sendto on every ABI (`sys::recv`, `sys::send`): glibc's recv() and
+    // send() are system calls of their own on 32-bit ARM and MIPS o32.
     v.extend_from_slice(&[
         libc::SYS_recvfrom,
         libc::SYS_sendto,
@@ -226,13 +227,28 @@ impl SelfAbort {
     }
 
     /// (call, [(argument, value)]): allowed when every argument has its value.
-    fn checked(&self) -> [(libc::c_long, [(usize, u32); 2]); 2] {
+    fn checked(&self) -> [Checked; 2] {
         let abrt = libc::SIGABRT as u32;
         [
-            (libc::SYS_tgkill, [(0, self.pid), (2, abrt)]),
-            (libc::SYS_tkill, [(0, self.tid), (1, abrt)]),
+            (libc::SYS_tgkill, vec![(0, self.pid), (2, abrt)]),
+            (libc::SYS_tkill, vec![(0, self.tid), (1, abrt)]),
         ]
     }
+}
+
+/// A call allowed only when each listed argument (by index) has its value.
+type Checked = (libc::c_long, Vec<(usize, u32)>);
+
+/// Calls allowed with these arguments only, on every ABI.
+///
+/// musl's allocator (mallocng) takes its metadata pages from brk and, where brk fails (a
+/// full or randomised break, a tight address-space limit), maps them PROT_NONE and opens
+/// them one at a time with mprotect(PROT_READ|PROT_WRITE): without that call a failed brk
+/// would kill the daemon where it should go on from mmap. Never with PROT_EXEC, so no
+/// memory becomes executable.
+fn checked_calls() -> Vec<Checked> {
+    let rw = (libc::PROT_READ | libc::PROT_WRITE) as u32;
+    vec![(libc::SYS_mprotect, vec![(2, rw)])]
 }
 
 /// The offset of the low 32 bits of system-call argument `i` in `seccomp_data` (the kernel
@@ -268,7 +284,7 @@ pub fn program(
     // Plain calls first; each jumps to ALLOW at the end. `None` stands for ALLOW,
     // `Some(DENY)` for the default's RET, fixed up below.
     let mut plain: Vec<libc::c_long> = allowed.to_vec();
-    let mut checked = Vec::new();
+    let mut checked = checked_calls();
     if let Some(a) = abort {
         plain.extend(SelfAbort::plain());
         checked.extend(a.checked());
@@ -402,6 +418,18 @@ pub fn install() {
                 std::env::remove_var(var);
             }
         }
+    }
+    if m == Mode::Log {
+        // The numbers the kernel's audit records give, to compare a logged call with; also
+        // what tests/mips-user/syscalls.sh compares a traced run against.
+        let mut nrs: Vec<libc::c_long> = list.clone();
+        nrs.extend(SelfAbort::plain());
+        nrs.extend(checked_calls().iter().map(|c| c.0));
+        let shown: Vec<String> = nrs.iter().map(|n| n.to_string()).collect();
+        log::verbose(format_args!(
+            "system-call filter list: {} (tgkill, tkill and mprotect with checked arguments)",
+            shown.join(" ")
+        ));
     }
     let abort = SelfAbort::current();
     if let Err(e) = apply(&program(arch, &list, Some(abort), default)) {
@@ -707,6 +735,70 @@ mod tests {
             libc::syscall(libc::SYS_getppid);
         }
         0
+    }
+
+    /// mprotect as musl's allocator makes it passes; one making memory executable is killed.
+    #[test]
+    fn mprotect_only_to_read_and_write() {
+        let Some((arch, prog)) = ours() else { return };
+        let m = |prot: i32| {
+            run_args(
+                &prog,
+                arch,
+                libc::SYS_mprotect,
+                [0x1000, 4096, prot as u32, 0, 0, 0],
+            )
+        };
+        assert_eq!(
+            m(libc::PROT_READ | libc::PROT_WRITE),
+            libc::SECCOMP_RET_ALLOW
+        );
+        for prot in [
+            libc::PROT_READ | libc::PROT_WRITE | libc::PROT_EXEC,
+            libc::PROT_READ | libc::PROT_EXEC,
+            libc::PROT_EXEC,
+        ] {
+            assert_eq!(m(prot), libc::SECCOMP_RET_KILL_PROCESS, "prot {prot}");
+        }
+        let Some(status) = in_child(&prog, mprotect_rw) else {
+            return;
+        };
+        assert!(
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+            "status {status:#x}"
+        );
+        let status = in_child(&prog, mprotect_exec).unwrap();
+        assert!(
+            libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGSYS,
+            "status {status:#x}"
+        );
+    }
+
+    #[allow(unsafe_code)]
+    fn mprotect_with(prot: i32) -> i32 {
+        // SAFETY: a fresh private anonymous page, only its protection changed.
+        unsafe {
+            let p = libc::mmap(
+                std::ptr::null_mut(),
+                4096,
+                libc::PROT_NONE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            );
+            if p == libc::MAP_FAILED {
+                return 2;
+            }
+            i32::from(libc::mprotect(p, 4096, prot) != 0)
+        }
+    }
+
+    fn mprotect_rw() -> i32 {
+        mprotect_with(libc::PROT_READ | libc::PROT_WRITE)
+    }
+
+    fn mprotect_exec() -> i32 {
+        mprotect_with(libc::PROT_READ | libc::PROT_EXEC)
     }
 
     fn aborts() -> i32 {

@@ -140,7 +140,7 @@ impl Io {
                 break;
             }
             let room = c.read_room().min(65536);
-            match (&c.stream).read(&mut buf[..room]) {
+            match crate::sys::recv(c.stream.as_fd(), &mut buf[..room], 0) {
                 Ok(0) => {
                     c.closing = true;
                     break;
@@ -201,7 +201,7 @@ impl Io {
         c.inbuf[rest..].zeroize();
         c.inbuf.truncate(rest);
         while c.out_pos < c.outbuf.len() {
-            match (&c.stream).write(&c.outbuf[c.out_pos..]) {
+            match crate::sys::send(c.stream.as_fd(), &c.outbuf[c.out_pos..], 0) {
                 Ok(0) => return None,
                 Ok(n) => {
                     c.out_pos += n;
