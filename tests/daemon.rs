@@ -174,7 +174,16 @@ impl Daemon {
         // The socket is bound before the daemon gives up its privileges; the filter comes
         // last, and every outcome of it is logged ("system-call filter on", "no
         // system-call filter", "cannot install the system-call filter").
-        while !d.log_text().contains("system-call filter") {
+        let filter_done = |log: &str| {
+            [
+                "system-call filter on",
+                "no system-call filter",
+                "cannot install the system-call",
+            ]
+            .iter()
+            .any(|m| log.contains(m))
+        };
+        while !filter_done(&d.log_text()) {
             assert!(
                 Instant::now() < deadline,
                 "setup not finished: {}",
