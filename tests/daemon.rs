@@ -1336,3 +1336,77 @@ fn no_libc_call_whose_system_call_depends_on_the_abi() {
         "callers of recv()/send(): {unexpected:#?}"
     );
 }
+
+/// A `set` of many peers is applied over many loop turns (after each turn's packets), and
+/// is still all at once to clients: a `get` sent meanwhile is answered after it, with every
+/// peer; the `set` itself gets one errno=0.
+#[test]
+fn a_long_set_is_applied_in_slices_and_seen_whole() {
+    if skip() {
+        return;
+    }
+    let mut d = daemon();
+    assert_eq!(set(&d, &format!("private_key={PRIVATE}\n")), 0);
+    let n = 3000;
+    let mut body = String::from("set=1\n");
+    for i in 0..n {
+        body.push_str(&format!(
+            "public_key={:064x}\nallowed_ip=10.{}.{}.{}/32\nendpoint=192.0.2.{}:{}\n",
+            0x5e00_0000_u64 + i,
+            (i >> 16) & 255,
+            (i >> 8) & 255,
+            i & 255,
+            i % 250 + 1,
+            20000 + i
+        ));
+    }
+    body.push('\n');
+    // The replies are large: read them by the tail only (read_replies rescans).
+    let whole_reply = |s: &mut UnixStream| {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut buf = Vec::new();
+        let mut chunk = vec![0u8; 1 << 16];
+        while !(buf.ends_with(b"\n\n") && buf.len() > 1) {
+            assert!(
+                Instant::now() < deadline,
+                "no complete reply ({} bytes)",
+                buf.len()
+            );
+            s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+            match s.read(&mut chunk) {
+                Ok(0) | Err(_) => panic!("reply cut short after {} bytes", buf.len()),
+                Ok(k) => buf.extend_from_slice(&chunk[..k]),
+            }
+        }
+        String::from_utf8(buf).expect("UTF-8")
+    };
+    let peers_in = |reply: &str| {
+        reply
+            .lines()
+            .filter(|l| l.starts_with("public_key="))
+            .count()
+    };
+    let mut long = connect(&d);
+    long.write_all(body.as_bytes()).unwrap();
+    sleep(Duration::from_millis(20));
+    let t = Instant::now();
+    let mut other = connect(&d);
+    other.write_all(b"get=1\n\n").unwrap();
+    let reply = whole_reply(&mut other);
+    let waited = t.elapsed();
+    assert!(reply.ends_with("errno=0\n\n"), "get failed");
+    let peers = peers_in(&reply);
+    assert!(
+        peers == n as usize || peers == 0,
+        "a get saw {peers} of {n} peers"
+    );
+    assert_eq!(whole_reply(&mut long), "errno=0\n\n");
+    other.write_all(b"get=1\n\n").unwrap();
+    assert_eq!(peers_in(&whole_reply(&mut other)), n as usize);
+    d.assert_running();
+    let log = d.log_text();
+    assert!(
+        log.contains(&format!("UAPI set of {n} peer changes applied over")),
+        "not sliced ({waited:?} for the get): {log}"
+    );
+}

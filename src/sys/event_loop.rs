@@ -32,7 +32,7 @@ mod uapi_clients;
 use conns::{Conns, CONN_TOKEN, MAX_CONNS};
 use packet_paths::{PacketPaths, Via};
 use tx::{TxBatch, TX_TAILROOM};
-use uapi_clients::{Client, CLIENT_IDLE};
+use uapi_clients::{Client, PendingSet, CLIENT_IDLE};
 
 /// Packets taken from one source before looking at the others (fairness bound).
 const BATCH: usize = 64;
@@ -63,6 +63,8 @@ pub struct Io {
     uapi: UnixListener,
     clients: Vec<Client>,
     next_client_token: u64,
+    /// A long UAPI `set` being applied in slices, one per loop turn after the packets.
+    applying: Option<Box<PendingSet>>,
     link: LinkMonitor,
     ifname: String,
     /// UDP GSO still believed to work (switched off after the first refusal).
@@ -194,6 +196,7 @@ impl Io {
             uapi,
             clients: Vec::new(),
             next_client_token: CLIENT_TOKEN,
+            applying: None,
             ready: Ready::default(),
             stats: Stats::default(),
             sendmany: Default::default(),
