@@ -647,6 +647,24 @@ fn port_in_use_is_refused_unapplied() {
     }
 }
 
+/// One reply per request: a `set` and a `get` sent together get `errno=0` and then the
+/// `get`'s reply.
+#[test]
+fn a_set_gets_one_reply() {
+    if skip() {
+        return;
+    }
+    let d = daemon();
+    let mut s = connect(&d);
+    s.write_all(b"set=1\nfwmark=3\n\nget=1\n\n").unwrap();
+    let replies = read_replies(&mut s, 2, STEP);
+    let (first, second) = replies.split_once("\n\n").unwrap();
+    assert_eq!(first, "errno=0");
+    // Not a second errno=0 for the set: the get's own reply.
+    assert!(second.starts_with("listen_port="), "{replies:?}");
+    assert!(second.contains("fwmark=3\n"), "{replies:?}");
+}
+
 #[test]
 fn repeating_a_set_changes_nothing() {
     if skip() {

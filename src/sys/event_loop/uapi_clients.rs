@@ -134,6 +134,9 @@ impl Io {
                 self.applying = Some(p);
                 return true; // come back next turn, after the packets
             }
+            if let Some(c) = self.clients.iter_mut().find(|c| c.token == p.client) {
+                uapi::write_errno(&mut c.outbuf, 0);
+            }
         }
         let now = Instant::now();
         let mut more = false;
@@ -288,7 +291,8 @@ impl Io {
         }
     }
 
-    /// Applies the next slice of a long `set`; true when it is all applied and answered.
+    /// Applies the next slice of a long `set`; true when it is all applied (the caller
+    /// answers it).
     fn continue_set(&mut self, p: &mut PendingSet, dev: &mut Device, buf: &mut [u8]) -> bool {
         let until = Instant::now() + SET_SLICE;
         loop {
@@ -312,9 +316,6 @@ impl Io {
         // Waiting for us is not idleness.
         for c in &mut self.clients {
             c.last_active = now;
-        }
-        if let Some(c) = self.clients.iter_mut().find(|c| c.token == p.client) {
-            uapi::write_errno(&mut c.outbuf, 0);
         }
         true
     }
