@@ -8,8 +8,9 @@
 # must be on the list, or the filter would kill that build there.
 #
 #   syscalls.sh ABI BINARY QEMU [QEMU_ARGS...]
-#     ABI: mips (o32, either byte order) or arm (EABI); the numbers come from the libc
-#     crate's tables for that ABI (the 403-423 time64 calls from Linux's shared numbering).
+#     ABI: mips (o32, either byte order), arm (EABI), aarch64 or x86_64; the numbers come
+#     from the libc crate's tables for that ABI (on 32-bit ABIs the 403-423 time64 calls
+#     from Linux's shared numbering).
 #   e.g. (glibc mipsel, built as .ci/mips builds, with --bin solowg):
 #     tests/mips-user/syscalls.sh mips target/mipsel/mipsel-unknown-linux-gnu/debug/solowg \
 #       qemu-mipsel-static -cpu 24Kf -L /usr/mipsel-linux-gnu
@@ -75,10 +76,11 @@ pid=
 python3 - "$abi" "$libc_dir" "$tmp/trace" <<'EOF'
 import glob, re, sys
 abi, libc_dir, trace = sys.argv[1:4]
-base = {"mips": 4000, "arm": 0}[abi]
+base, bits = {"mips": (4000, 32), "arm": (0, 32), "aarch64": (0, 64), "x86_64": (0, 64)}[abi]
 files = []
 for libc in ("gnu", "musl"):
-    files += glob.glob(f"{libc_dir}/src/unix/linux_like/linux/{libc}/b32/{abi}/*.rs")
+    files += glob.glob(f"{libc_dir}/src/unix/linux_like/linux/{libc}/b{bits}/{abi}/*.rs")
+files = [f for f in files if not f.endswith("x32.rs")]
 numbers = {}
 for f in files:
     for m in re.finditer(r"pub const SYS_(\w+): (?:crate::|::)?c_long = (?:(\d+) \+ )?(\d+);", open(f).read()):
@@ -90,7 +92,7 @@ for n, name in enumerate(["clock_gettime64", "clock_settime64", "clock_adjtime64
         "ppoll_time64", None, "io_pgetevents_time64", "recvmmsg_time64",
         "mq_timedsend_time64", "mq_timedreceive_time64", "semtimedop_time64",
         "rt_sigtimedwait_time64", "futex_time64", "sched_rr_get_interval_time64"]):
-    if name:
+    if name and bits == 32:
         numbers.setdefault(name, base + 403 + n)
 if not numbers:
     sys.exit(f"ERROR: no system-call table for {abi} under {libc_dir}")
