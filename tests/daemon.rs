@@ -518,6 +518,16 @@ fn show_takes_wg_show_forms() {
         "{}",
         text(&all)
     );
+    // A dangling link (a --user daemon's interface that is down) is not an interface, as
+    // for wg; neither is a file.
+    let dangling = PathBuf::from(SOCK_DIR).join(format!("{}.sock", unique("swgdl")));
+    std::os::unix::fs::symlink("/nonexistent/x.sock", &dangling).unwrap();
+    let listed = show(&["interfaces"]);
+    let _ = std::fs::remove_file(&dangling);
+    let listed = text(&listed);
+    let name = dangling.file_stem().unwrap().to_string_lossy().into_owned();
+    assert!(listed.contains(&d.ifname), "{listed}");
+    assert!(!listed.contains(&name), "{listed}");
     let summary = show(&[&d.ifname]);
     assert!(text(&summary).contains("private key: (hidden)"));
     assert!(text(&summary).contains("allowed ips: 10.9.0.0/24\n"));

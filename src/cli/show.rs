@@ -17,11 +17,15 @@ use zeroize::Zeroizing;
 /// Longest reply read from a daemon (a few thousand peers).
 const MAX_REPLY: u64 = 16 << 20;
 
-/// Interfaces with a UAPI socket, sorted.
+/// Interfaces with a UAPI socket, sorted. As `wg` does, a name is listed only if it leads to
+/// a socket: a link to the socket of a daemon running as its own user (see `solowg export`)
+/// dangles while its interface is down.
 pub fn interfaces() -> Vec<String> {
+    use std::os::unix::fs::FileTypeExt;
     let mut v: Vec<String> = std::fs::read_dir(iface::SOCKET_DIR)
         .map(|d| {
             d.flatten()
+                .filter(|e| std::fs::metadata(e.path()).is_ok_and(|m| m.file_type().is_socket()))
                 .filter_map(|e| {
                     let n = e.file_name().to_string_lossy().into_owned();
                     n.strip_suffix(".sock").map(str::to_string)
