@@ -134,9 +134,7 @@ impl Io {
                 self.applying = Some(p);
                 return true; // come back next turn, after the packets
             }
-            if let Some(c) = self.clients.iter_mut().find(|c| c.token == p.client) {
-                uapi::write_errno(&mut c.outbuf, 0);
-            }
+            self.answer_set(&p);
         }
         let now = Instant::now();
         let mut more = false;
@@ -284,7 +282,7 @@ impl Io {
                 if self.continue_set(&mut p, dev, buf) {
                     return Some(0);
                 }
-                // The reply comes when the last slice is applied (`continue_set`).
+                // The reply comes when the last slice is applied (`answer_set`).
                 self.applying = Some(Box::new(p));
                 None
             }
@@ -320,6 +318,13 @@ impl Io {
         true
     }
 
+    /// errno=0 for a long `set` now applied, to its client if it is still connected.
+    fn answer_set(&mut self, p: &PendingSet) {
+        if let Some(c) = self.clients.iter_mut().find(|c| c.token == p.client) {
+            uapi::write_errno(&mut c.outbuf, 0);
+        }
+    }
+
     /// Applies a validated set request whole, at once (managed mode's configurations): a
     /// new listen port is bound first, so a port in use fails the whole request with nothing
     /// applied. Returns the errno (0: done).
@@ -333,6 +338,7 @@ impl Io {
         // order they came.
         if let Some(mut p) = self.applying.take() {
             while !self.continue_set(&mut p, dev, buf) {}
+            self.answer_set(&p); // written out when its client is next served
         }
         match self.begin_set(req, dev, 0) {
             Ok(mut p) => {
