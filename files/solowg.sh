@@ -162,10 +162,23 @@ solowg_lines() {
 	json_select ..
 }
 
+# solowg_unlink INTERFACE: the link `solowg export` made from wg's name for the interface
+# (/var/run/wireguard/<if>.sock) to the socket in the daemon's own directory goes with it.
+# Only a link of ours: the directory is shared with other WireGuard implementations.
+solowg_unlink() {
+	local l="/var/run/wireguard/$1.sock"
+	[ -L "$l" ] || return 0
+	case $(readlink "$l") in
+	/var/run/solowg/*) rm -f "$l" ;;
+	esac
+	return 0
+}
+
 proto_solowg_teardown() {
 	local config="$1"
 	# Short: netifd stops waiting for a teardown after 5 s.
 	ubus -t 3 call solowg down "{\"interface\":\"$config\"}" >/dev/null 2>&1
+	solowg_unlink "$config"
 	return 0
 }
 

@@ -598,6 +598,7 @@ fn concurrent_exports_make_one_key() {
                 config_dir: u.root.join("config"),
                 uci: u.bin.display().to_string(),
                 to_dir: u.root.join(format!("run{n}")),
+                links_in: None,
             };
             std::thread::spawn(move || handover::run(&opts).expect("export"))
         })
@@ -660,6 +661,7 @@ fn export_saves_keys_and_hands_over_only_solowg_sections() {
         config_dir: u.root.join("config"),
         uci: u.bin.display().to_string(),
         to_dir: to.clone(),
+        links_in: None,
     };
     let out = handover::run(&opts).expect("export");
     assert_eq!(out.keys_saved, ["wg0"]);

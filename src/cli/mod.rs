@@ -93,7 +93,11 @@ fn setup(ifname: &str) -> Result<(Box<Daemon>, u16, usize), String> {
         crate::sys::signals::block_and_open().map_err(|e| format!("cannot set up signals: {e}"))?;
     let mut daemon =
         Box::new(Daemon::new(signals).map_err(|e| format!("cannot start event loop: {e}"))?);
-    let (tun, udp, uapi, dev) = iface::open(ifname, iface::DEFAULT_MTU)?;
+    let (tun, udp, uapi, dev) = iface::open(
+        ifname,
+        iface::DEFAULT_MTU,
+        std::path::Path::new(iface::SOCKET_DIR),
+    )?;
     let (port, mtu) = (dev.listen_port, dev.mtu);
     daemon
         .add(tun, udp, uapi, dev)
@@ -161,6 +165,7 @@ fn run_managed(args: &[String]) -> i32 {
         config_dir: "/etc/config".into(),
         ubus_socket: crate::openwrt::ubus::socket_path(),
         state_file: "/var/run/solowg/interfaces".into(),
+        socket_dir: iface::SOCKET_DIR.into(),
     };
     let mut user = None;
     let mut it = args.iter();
@@ -183,6 +188,11 @@ fn run_managed(args: &[String]) -> i32 {
                 return 2;
             }
         }
+    }
+    if user.is_some() {
+        // The shared directory stays as it is: the account's sockets go in its own
+        // directory, and root's `solowg export` links /var/run/wireguard/<if>.sock to them.
+        opts.socket_dir = opts.config_dir.clone();
     }
     let account = match user.map(|u| own_account(&u, &opts)).transpose() {
         Ok(a) => a,
@@ -215,15 +225,13 @@ fn run_managed(args: &[String]) -> i32 {
 fn own_account(spec: &str, opts: &Options) -> Result<privileges::Account, String> {
     let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
     let a = privileges::account(spec, &passwd)?;
-    let mut dirs = vec![
-        opts.config_dir.as_path(),
-        std::path::Path::new(iface::SOCKET_DIR),
-    ];
+    let mut dirs = vec![opts.config_dir.as_path(), opts.socket_dir.as_path()];
     if let Some(d) = opts.state_file.parent() {
         dirs.push(d);
     }
-    // /etc/config is root's: the account only reads what root hands over (`export`).
-    dirs.retain(|d| !d.starts_with("/etc"));
+    // /etc/config is root's: the account only reads what root hands over (`export`). The
+    // shared socket directory is never given away.
+    dirs.retain(|d| !d.starts_with("/etc") && *d != std::path::Path::new(iface::SOCKET_DIR));
     privileges::give_dirs(&a, &dirs)?;
     privileges::give_tun_device(&a)?;
     Ok(a)
@@ -235,6 +243,7 @@ fn run_export(args: &[String]) -> i32 {
         config_dir: "/etc/config".into(),
         uci: "uci".into(),
         to_dir: "/var/run/solowg".into(),
+        links_in: Some(iface::SOCKET_DIR.into()),
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -256,6 +265,9 @@ fn run_export(args: &[String]) -> i32 {
         Ok(out) => {
             for n in &out.keys_saved {
                 eprintln!("solowg export: {n}: generated a private key and saved it");
+            }
+            for e in &out.links_not_made {
+                eprintln!("solowg export: {e}");
             }
             for e in &out.keys_not_saved {
                 eprintln!("solowg export: {e}; the daemon keeps a key in memory until it restarts");

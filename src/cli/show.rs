@@ -8,7 +8,8 @@ use crate::crypto;
 use crate::proto::peer::{base64, key_from_base64_into};
 use crate::sys::iface;
 use std::fmt::Write as _;
-use std::io::{self, Read, Write};
+use std::io;
+use std::os::fd::AsFd;
 use std::os::unix::net::UnixStream;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use zeroize::Zeroizing;
@@ -16,11 +17,15 @@ use zeroize::Zeroizing;
 /// Longest reply read from a daemon (a few thousand peers).
 const MAX_REPLY: u64 = 16 << 20;
 
-/// Interfaces with a UAPI socket, sorted.
+/// Interfaces with a UAPI socket, sorted. As `wg` does, a name is listed only if it leads to
+/// a socket: a link to the socket of a daemon running as its own user (see `solowg export`)
+/// dangles while its interface is down.
 pub fn interfaces() -> Vec<String> {
+    use std::os::unix::fs::FileTypeExt;
     let mut v: Vec<String> = std::fs::read_dir(iface::SOCKET_DIR)
         .map(|d| {
             d.flatten()
+                .filter(|e| std::fs::metadata(e.path()).is_ok_and(|m| m.file_type().is_socket()))
                 .filter_map(|e| {
                     let n = e.file_name().to_string_lossy().into_owned();
                     n.strip_suffix(".sock").map(str::to_string)
@@ -34,15 +39,18 @@ pub fn interfaces() -> Vec<String> {
 
 /// The raw `get=1` reply of one interface.
 pub fn get(ifname: &str) -> io::Result<Zeroizing<String>> {
-    let mut s = UnixStream::connect(iface::socket_path(ifname))?;
+    let s = UnixStream::connect(iface::socket_path(ifname))?;
     s.set_read_timeout(Some(Duration::from_secs(5)))?;
-    s.write_all(b"get=1\n\n")?;
+    // Whole: the request is far below a socket buffer.
+    if crate::sys::send(s.as_fd(), b"get=1\n\n", 0)? != 7 {
+        return Err(io::Error::other("short write"));
+    }
     // The daemon keeps the connection open for more requests: the reply ends with its
     // errno line and an empty line.
     let mut raw = Zeroizing::new(Vec::new());
     let mut chunk = Zeroizing::new([0u8; 4096]);
     loop {
-        let n = s.read(&mut chunk[..])?;
+        let n = crate::sys::recv(s.as_fd(), &mut chunk[..], 0)?;
         if n == 0 {
             break;
         }

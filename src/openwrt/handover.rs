@@ -33,6 +33,10 @@ pub struct Options {
     pub uci: String,
     /// The daemon's configuration directory (its `--config-dir`).
     pub to_dir: PathBuf,
+    /// The shared UAPI socket directory (/var/run/wireguard) in which `<if>.sock` is linked
+    /// to the daemon's socket in `to_dir`, when the daemon runs as its own user; None: no
+    /// links.
+    pub links_in: Option<PathBuf>,
 }
 
 /// What was done, for the caller to print.
@@ -45,6 +49,8 @@ pub struct Outcome {
     pub keys_not_saved: Vec<String>,
     /// Sections written.
     pub sections: usize,
+    /// Names in the shared socket directory left alone, with why.
+    pub links_not_made: Vec<String>,
 }
 
 /// The `uci batch` input that sets `network.<ifname>.private_key` and commits it; None for
@@ -143,10 +149,105 @@ fn run_locked(opts: &Options) -> Result<Outcome, String> {
     }
     let picked = pick(&pkg);
     out.sections = picked.len();
+    let names: Vec<String> = picked
+        .iter()
+        .filter(|s| s.section_type == "interface")
+        .filter_map(|s| s.name.clone())
+        .collect();
     let written = write(&opts.to_dir, &picked);
     config::wipe_secrets(&mut pkg);
     written.map_err(|e| format!("{}: {e}", opts.to_dir.join("network").display()))?;
+    if let Some(shared) = &opts.links_in {
+        out.links_not_made = link_sockets(shared, &opts.to_dir, &names);
+    }
     Ok(out)
+}
+
+/// `wg` finds a userspace interface only as `/var/run/wireguard/<if>.sock`. A daemon running
+/// as its own user may not write there (the directory is root's and shared with wg-quick,
+/// wireguard-go and others, so it is not given away): it binds in its own directory, and
+/// root links the shared name to that socket. `wg` follows the link; a dangling one (the
+/// interface down) it skips. Links of ours for interfaces no longer configured go; anything
+/// else in the directory is left alone. Where the daemon runs as root (its directory is
+/// root's) it binds in the shared directory itself, and links of ours are removed. Returns
+/// the names left alone, with why.
+pub fn link_sockets(shared: &Path, to_dir: &Path, names: &[String]) -> Vec<String> {
+    let mut notes = Vec::new();
+    let ours = |p: &Path| fs::read_link(p).is_ok_and(|t| t.starts_with(to_dir));
+    let daemon_is_root = fs::metadata(to_dir).map_or(true, |m| m.uid() == 0);
+    let wanted: &[String] = if daemon_is_root { &[] } else { names };
+    // Ours that are no longer wanted.
+    if let Ok(entries) = fs::read_dir(shared) {
+        for e in entries.flatten() {
+            let n = e.file_name().to_string_lossy().into_owned();
+            let Some(ifname) = n.strip_suffix(".sock") else {
+                continue;
+            };
+            if !wanted.iter().any(|w| w == ifname) && ours(&e.path()) {
+                let _ = fs::remove_file(e.path());
+            }
+        }
+    }
+    if wanted.is_empty() {
+        return notes;
+    }
+    if !shared.exists() {
+        // As wireguard-go and wg-quick make it.
+        if let Err(e) = fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(shared)
+        {
+            notes.push(format!("{}: {e}", shared.display()));
+            return notes;
+        }
+    }
+    for ifname in wanted {
+        let link = shared.join(format!("{ifname}.sock"));
+        let target = to_dir.join(format!("{ifname}.sock"));
+        match fs::symlink_metadata(&link) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => {
+                notes.push(format!("{}: {e}", link.display()));
+                continue;
+            }
+            Ok(m) if m.file_type().is_symlink() => {
+                if fs::read_link(&link).is_ok_and(|t| t == target) {
+                    continue;
+                }
+                if !ours(&link) {
+                    notes.push(format!(
+                        "{}: a link of another program, left as it is",
+                        link.display()
+                    ));
+                    continue;
+                }
+            }
+            Ok(m) if std::os::unix::fs::FileTypeExt::is_socket(&m.file_type()) => {
+                if std::os::unix::net::UnixStream::connect(&link).is_ok() {
+                    notes.push(format!(
+                        "{}: served by another process, left as it is",
+                        link.display()
+                    ));
+                    continue;
+                }
+                // A stale socket: its daemon is gone.
+            }
+            Ok(_) => {
+                notes.push(format!("{}: not a socket, left as it is", link.display()));
+                continue;
+            }
+        }
+        // Made under another name and renamed over the old one: never missing meanwhile.
+        let tmp = shared.join(format!(".{ifname}.sock.{}", std::process::id()));
+        let _ = fs::remove_file(&tmp);
+        let made = std::os::unix::fs::symlink(&target, &tmp).and_then(|()| fs::rename(&tmp, &link));
+        if let Err(e) = made {
+            let _ = fs::remove_file(&tmp);
+            notes.push(format!("{}: {e}", link.display()));
+        }
+    }
+    notes
 }
 
 /// The `proto solowg` interface sections and the peer sections of those interfaces.
@@ -246,4 +347,111 @@ fn write(dir: &Path, sections: &[&Section]) -> io::Result<()> {
         let _ = fs::remove_file(&tmp);
     }
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    use std::os::unix::net::{UnixListener, UnixStream};
+
+    fn scratch(tag: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("solowg-links-{tag}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    /// The shared directory's entries: a name and what it is, for the assertions.
+    fn kind(p: &Path) -> String {
+        match fs::symlink_metadata(p) {
+            Err(_) => "none".into(),
+            Ok(m) if m.file_type().is_symlink() => {
+                format!("link {}", fs::read_link(p).unwrap().display())
+            }
+            Ok(m) if m.file_type().is_socket() => "socket".into(),
+            Ok(_) => "other".into(),
+        }
+    }
+
+    #[test]
+    fn shared_names_link_to_the_daemons_sockets_and_nothing_else_changes() {
+        let root = scratch("a");
+        let shared = root.join("wireguard");
+        let own = root.join("solowg");
+        fs::create_dir_all(&own).unwrap();
+        let root_runs_this = fs::metadata(&own).unwrap().uid() == 0;
+        if root_runs_this {
+            // The daemon's directory is its user's.
+            std::os::unix::fs::chown(&own, Some(65534), Some(65534)).unwrap();
+        }
+        fs::create_dir_all(&shared).unwrap();
+        fs::set_permissions(&shared, fs::Permissions::from_mode(0o700)).unwrap();
+        let before = fs::metadata(&shared).unwrap();
+        // wg0's daemon socket; another program's live socket on `busy`; a stale one on
+        // `stale`; a link of another program on `theirs`; a link of ours to `gone`, an
+        // interface no longer configured; a file on `file`.
+        let _wg0 = UnixListener::bind(own.join("wg0.sock")).unwrap();
+        let _busy = UnixListener::bind(shared.join("busy.sock")).unwrap();
+        drop(UnixListener::bind(shared.join("stale.sock")).unwrap());
+        std::os::unix::fs::symlink("/elsewhere/theirs.sock", shared.join("theirs.sock")).unwrap();
+        std::os::unix::fs::symlink(own.join("gone.sock"), shared.join("gone.sock")).unwrap();
+        fs::write(shared.join("file.sock"), b"").unwrap();
+        let names: Vec<String> = ["wg0", "busy", "stale", "theirs", "file"]
+            .map(String::from)
+            .to_vec();
+        let notes = link_sockets(&shared, &own, &names);
+        let at = |n: &str| kind(&shared.join(format!("{n}.sock")));
+        let to = |n: &str| format!("link {}", own.join(format!("{n}.sock")).display());
+        assert_eq!(at("wg0"), to("wg0"));
+        assert_eq!(at("stale"), to("stale"));
+        assert_eq!(at("busy"), "socket");
+        assert_eq!(at("theirs"), "link /elsewhere/theirs.sock");
+        assert_eq!(at("file"), "other");
+        assert_eq!(at("gone"), "none");
+        assert_eq!(notes.len(), 3, "{notes:?}");
+        // What wg does: stat through the link finds a socket, and connects.
+        assert!(fs::metadata(shared.join("wg0.sock"))
+            .unwrap()
+            .file_type()
+            .is_socket());
+        UnixStream::connect(shared.join("wg0.sock")).unwrap();
+        // The directory's owner and mode are as they were; again, nothing changes.
+        let after = fs::metadata(&shared).unwrap();
+        assert_eq!(
+            (after.uid(), after.gid(), after.mode()),
+            (before.uid(), before.gid(), before.mode())
+        );
+        assert_eq!(link_sockets(&shared, &own, &names).len(), 3);
+        assert_eq!(at("wg0"), to("wg0"));
+
+        // A daemon running as root binds in the shared directory itself: links of ours go.
+        if root_runs_this {
+            std::os::unix::fs::chown(&own, Some(0), Some(0)).unwrap();
+            assert!(link_sockets(&shared, &own, &names).is_empty());
+            assert_eq!(at("wg0"), "none");
+            assert_eq!(at("stale"), "none");
+            assert_eq!(at("theirs"), "link /elsewhere/theirs.sock");
+            assert_eq!(at("busy"), "socket");
+        }
+        let _ = fs::remove_dir_all(&root);
+    }
+
+    #[test]
+    fn a_missing_shared_directory_is_made_as_wireguard_go_makes_it() {
+        let root = scratch("b");
+        let shared = root.join("wireguard");
+        let own = root.join("solowg");
+        fs::create_dir_all(&own).unwrap();
+        if fs::metadata(&own).unwrap().uid() == 0 {
+            std::os::unix::fs::chown(&own, Some(65534), Some(65534)).unwrap();
+        }
+        assert!(link_sockets(&shared, &own, &["wg0".to_string()]).is_empty());
+        assert_eq!(fs::metadata(&shared).unwrap().mode() & 0o7777, 0o700);
+        assert!(fs::symlink_metadata(shared.join("wg0.sock"))
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        let _ = fs::remove_dir_all(&root);
+    }
 }

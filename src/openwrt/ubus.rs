@@ -15,7 +15,7 @@
 use crate::log;
 use crate::openwrt::blobmsg::{self, attrs, DecodeError, Value};
 use std::collections::VecDeque;
-use std::io::{self, Read, Write};
+use std::io;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
@@ -788,7 +788,7 @@ impl UbusClient {
         let mut failure: Option<String> = None;
         let mut more = true;
         for _ in 0..READ_BATCH {
-            match sock.read(&mut self.chunk) {
+            match crate::sys::recv(sock.as_fd(), &mut self.chunk, 0) {
                 Ok(0) => {
                     failure = Some("broker closed the connection".into());
                     break;
@@ -836,7 +836,7 @@ impl UbusClient {
             if self.conn.outgoing().is_empty() {
                 break;
             }
-            match sock.write(self.conn.outgoing()) {
+            match crate::sys::send(sock.as_fd(), self.conn.outgoing(), 0) {
                 Ok(0) => {
                     failure = Some("write returned 0".to_string());
                     break;

@@ -217,6 +217,10 @@ pub struct Device {
     /// Inner MTU: padding never grows a packet past it.
     pub mtu: usize,
     pub(crate) peers: Vec<Option<Peer>>,
+    /// Indices of `peers` freed by removals, for reuse; entries past the end (after
+    /// `shrink_tables`) or refilled are skipped when taken. Adding a peer was a scan for a
+    /// free slot, which made a large `set` quadratic.
+    free: Vec<usize>,
     pub(crate) by_key: HashMap<[u8; 32], PeerId>,
     /// Receiver index → peer; the keypair or handshake is then found inside the peer.
     pub(crate) indices: HashMap<u32, PeerId, BuildIndexHasher>,
@@ -256,6 +260,23 @@ pub struct PeerState<'a> {
     pub endpoint: Option<SocketAddr>,
 }
 
+/// Where an `apply` spread over loop turns stands (see `Device::apply_begin`).
+#[derive(Clone, Copy, Debug)]
+pub struct ApplyProgress {
+    /// The next peer change of the request.
+    next: usize,
+    /// The interface's public key as the request set it: a peer of that key is skipped.
+    own: Option<[u8; 32]>,
+    pub applied: Applied,
+}
+
+impl ApplyProgress {
+    /// Peer changes applied so far.
+    pub fn done(&self) -> usize {
+        self.next
+    }
+}
+
 /// What `apply` changed that the I/O shell must act on.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Applied {
@@ -276,6 +297,7 @@ impl Device {
             fwmark: 0,
             mtu: 1420,
             peers: Vec::new(),
+            free: Vec::new(),
             by_key: HashMap::new(),
             indices: HashMap::default(),
             routes: AllowedIps::new(),
@@ -421,8 +443,21 @@ impl Device {
     // ---- configuration -------------------------------------------------------------------
 
     /// Applies a validated `set=1` request as a whole. The shell has already bound a new
-    /// listen port if one was requested, so nothing here can fail half-way.
+    /// listen port if one was requested, so nothing here can fail half-way. (The daemon
+    /// itself goes through `apply_begin` and `apply_peers`.)
+    #[cfg(any(test, feature = "internals"))]
     pub fn apply(&mut self, req: &SetRequest, now: Instant) -> Applied {
+        let mut p = self.apply_begin(req);
+        while !self.apply_peers(req, &mut p, usize::MAX) {}
+        let _ = now;
+        p.applied
+    }
+
+    /// The first part of `apply`: the interface's own settings and, for `replace_peers`,
+    /// the removal of every peer. The peers' changes follow through `apply_peers`, which
+    /// the shell calls in slices between packet batches for a long request: the result is
+    /// the same as `apply`'s, only spread over loop turns.
+    pub fn apply_begin(&mut self, req: &SetRequest) -> ApplyProgress {
         let mut applied = Applied::default();
         if let Some(key) = &req.private_key {
             self.set_private_key(key.as_ref().map(|k| **k));
@@ -436,14 +471,26 @@ impl Device {
             self.fwmark = mark;
         }
         if req.replace_peers {
+            // The whole table at once: removing each peer's prefixes walks the trie, so
+            // peer by peer that was quadratic in the number of peers.
+            self.routes = AllowedIps::new();
             let ids: Vec<PeerId> = self.peer_ids().collect();
             for id in ids {
                 self.remove_peer(id);
             }
         }
-        let own = self.public_key();
-        for change in &req.peers {
-            if Some(change.public_key) == own {
+        ApplyProgress {
+            next: 0,
+            own: self.public_key(),
+            applied,
+        }
+    }
+
+    /// Applies up to `max` more of the request's peer changes; true once all are applied.
+    pub fn apply_peers(&mut self, req: &SetRequest, p: &mut ApplyProgress, max: usize) -> bool {
+        let end = p.next.saturating_add(max).min(req.peers.len());
+        for change in &req.peers[p.next..end] {
+            if Some(change.public_key) == p.own {
                 continue;
             }
             let existing = self.peer_id(&change.public_key);
@@ -458,7 +505,10 @@ impl Device {
                 None if change.update_only => continue,
                 None => self.add_peer(change.public_key),
             };
-            if change.replace_allowed_ips {
+            // A new peer has no prefixes (`remove_peer` takes them with it), and finding a
+            // peer's prefixes walks the whole trie: wg sends replace_allowed_ips for every
+            // peer, which made a large addconf or setconf quadratic.
+            if change.replace_allowed_ips && existing.is_some() {
                 self.routes.remove_value(id);
             }
             for a in &change.allowed_ips {
@@ -488,8 +538,8 @@ impl Device {
                 }
             }
         }
-        let _ = now;
-        applied
+        p.next = end;
+        end == req.peers.len()
     }
 
     fn set_private_key(&mut self, key: Option<[u8; 32]>) {
@@ -527,7 +577,14 @@ impl Device {
         }
         let mut peer = Peer::new(self.identity.as_ref(), public_key);
         peer.handshake.last_sent_timestamp = self.last_sent_timestamp;
-        let id = match self.peers.iter().position(Option::is_none) {
+        let slot = loop {
+            match self.free.pop() {
+                Some(i) if self.peers.get(i).is_some_and(Option::is_none) => break Some(i),
+                Some(_) => continue, // shrunk away or taken since
+                None => break None,
+            }
+        };
+        let id = match slot {
             Some(i) => {
                 self.peers[i] = Some(peer);
                 PeerId(i)
@@ -546,6 +603,7 @@ impl Device {
         let Some(mut peer) = self.peers.get_mut(id.0).and_then(Option::take) else {
             return;
         };
+        self.free.push(id.0);
         self.by_key.remove(&peer.public_key);
         self.routes.remove_value(id);
         let dropped = peer.keypairs.clear();
@@ -570,6 +628,11 @@ impl Device {
         let n = self.peers.len();
         if self.peers.capacity() >= 4 * n.max(8) {
             self.peers.shrink_to(2 * n);
+        }
+        // Stale entries are skipped when taken; keep the list from outgrowing the table.
+        if self.free.len() > 2 * n.max(8) {
+            self.free.retain(|&i| i < n);
+            self.free.shrink_to(2 * n);
         }
         let n = self.by_key.len();
         if self.by_key.capacity() >= 4 * n.max(8) {
@@ -810,6 +873,162 @@ mod tests {
         };
         d.apply(&req, now);
         d.peer_id(&key).unwrap()
+    }
+
+    /// A request of `n` peers with distinct keys, a /32 each, and an endpoint.
+    fn many_peers(n: usize, seed: u8) -> SetRequest {
+        let peers = (0..n)
+            .map(|i| {
+                let mut key = [seed; 32];
+                key[..8].copy_from_slice(&(i as u64).to_le_bytes());
+                let mut pc = PeerChange::new(key);
+                pc.endpoint = Some(SocketAddr::from((Ipv4Addr::LOCALHOST, 1 + i as u16)));
+                // As wg sends every peer of a configuration file.
+                pc.replace_allowed_ips = true;
+                pc.allowed_ips.push(crate::proto::uapi::AllowedIpChange {
+                    addr: std::net::IpAddr::from(Ipv4Addr::from(
+                        0x0a00_0000 + (u32::from(seed) << 16) + i as u32,
+                    )),
+                    cidr: 32,
+                    remove: false,
+                });
+                pc
+            })
+            .collect();
+        SetRequest {
+            peers,
+            ..SetRequest::default()
+        }
+    }
+
+    /// Seconds to add `n` peers to a device without a key (no X25519 per peer: what is
+    /// left is the bookkeeping whose growth is in question).
+    fn time_to_add(n: usize) -> f64 {
+        let t0 = Instant::now();
+        let mut d = Device::new(t0, SystemTime::now(), Rng::from_seed([3; 32]));
+        let req = many_peers(n, 9);
+        let start = Instant::now();
+        d.apply(&req, t0);
+        assert_eq!(d.peer_count(), n);
+        start.elapsed().as_secs_f64()
+    }
+
+    /// Adding peers is near-linear: 32 times the peers take about 32 times as long, not
+    /// 32 times 32. Each addition scanned the table for a free slot and (with wg's
+    /// replace_allowed_ips) the whole trie, so 30k peers took seconds in one request.
+    #[test]
+    fn adding_peers_is_near_linear() {
+        let small = (0..3).map(|_| time_to_add(1000)).fold(f64::MAX, f64::min);
+        let big = (0..2).map(|_| time_to_add(32000)).fold(f64::MAX, f64::min);
+        let ratio = big / small;
+        eprintln!("1,000 peers {small:.4} s, 32,000 peers {big:.4} s: x{ratio:.1}");
+        assert!(ratio < 96.0, "x{ratio:.1} for 32 times the peers");
+    }
+
+    /// Seconds for a `set` with replace_peers (wg setconf) of `n` new peers over `n` others.
+    fn time_to_replace(n: usize) -> f64 {
+        let t0 = Instant::now();
+        let mut d = Device::new(t0, SystemTime::now(), Rng::from_seed([3; 32]));
+        d.apply(&many_peers(n, 9), t0);
+        let mut req = many_peers(n, 10);
+        req.replace_peers = true;
+        let start = Instant::now();
+        d.apply(&req, t0);
+        assert_eq!(d.peer_count(), n);
+        start.elapsed().as_secs_f64()
+    }
+
+    /// Replacing every peer is near-linear too: each removal walked the trie for the
+    /// peer's prefixes.
+    #[test]
+    fn replacing_peers_is_near_linear() {
+        let small = (0..3)
+            .map(|_| time_to_replace(1000))
+            .fold(f64::MAX, f64::min);
+        let big = (0..2)
+            .map(|_| time_to_replace(32000))
+            .fold(f64::MAX, f64::min);
+        let ratio = big / small;
+        eprintln!("replacing 1,000 peers {small:.4} s, 32,000 peers {big:.4} s: x{ratio:.1}");
+        assert!(ratio < 96.0, "x{ratio:.1} for 32 times the peers");
+    }
+
+    /// Slots freed by removals are reused, without growing the table.
+    #[test]
+    fn freed_slots_are_reused() {
+        let t0 = Instant::now();
+        let mut d = device(1, t0, SystemTime::now());
+        d.apply(&many_peers(100, 5), t0);
+        let len = d.peers.len();
+        let mut gone = many_peers(100, 5);
+        gone.peers.retain(|p| p.public_key[0] % 3 == 0);
+        for p in &mut gone.peers {
+            p.remove = true;
+        }
+        let removed = gone.peers.len();
+        d.apply(&gone, t0);
+        assert_eq!(d.peer_count(), 100 - removed);
+        d.apply(&many_peers(removed, 6), t0);
+        assert_eq!(d.peer_count(), 100);
+        assert_eq!(d.peers.len(), len, "a freed slot was not reused");
+        // Every peer reachable by key and by route.
+        for p in many_peers(100, 5)
+            .peers
+            .iter()
+            .filter(|p| p.public_key[0] % 3 != 0)
+        {
+            let id = d.peer_id(&p.public_key).unwrap();
+            let a = p.allowed_ips[0].addr;
+            let std::net::IpAddr::V4(v4) = a else {
+                unreachable!()
+            };
+            assert_eq!(d.route(&v4.octets()), Some(id));
+        }
+    }
+
+    /// A request applied in slices ends where the whole of it does.
+    #[test]
+    fn a_request_in_slices_ends_as_the_whole() {
+        let t0 = Instant::now();
+        let mut whole = device(1, t0, SystemTime::now());
+        let mut sliced = device(1, t0, SystemTime::now());
+        for d in [&mut whole, &mut sliced] {
+            d.apply(&many_peers(50, 4), t0);
+        }
+        let mut req = many_peers(300, 7);
+        req.replace_peers = true;
+        req.fwmark = Some(9);
+        // Our own key among the peers is skipped; a removal and an update-only change too.
+        let own = whole.public_key().unwrap();
+        req.peers.push(PeerChange::new(own));
+        let mut rm = PeerChange::new(req.peers[10].public_key);
+        rm.remove = true;
+        req.peers.push(rm);
+        let mut upd = PeerChange::new([0xee; 32]);
+        upd.update_only = true;
+        req.peers.push(upd);
+        let a = whole.apply(&req, t0);
+        let mut p = sliced.apply_begin(&req);
+        let mut slices = 1;
+        while !sliced.apply_peers(&req, &mut p, 7) {
+            slices += 1;
+        }
+        assert!(slices > 40, "{slices}");
+        assert_eq!(p.done(), req.peers.len());
+        assert_eq!(p.applied, a);
+        assert_eq!(whole.peer_count(), 299);
+        let show = |d: &Device| {
+            let mut v: Vec<String> = d
+                .info()
+                .peers
+                .iter()
+                .map(|p| format!("{:?} {:?} {:?}", p.public_key, p.endpoint, p.allowed_ips))
+                .collect();
+            v.sort();
+            v
+        };
+        assert_eq!(show(&whole), show(&sliced));
+        assert_eq!(whole.fwmark, sliced.fwmark);
     }
 
     /// `a` starts a handshake with its peer `id`, `b`: whether `b` answers the initiation.

@@ -530,8 +530,15 @@ fn hex_into(s: &str, out: &mut [u8; 32]) -> bool {
 /// `out.reserve(additional)`, but a reallocation wipes the old allocation (earlier replies
 /// in it may hold the private key) instead of freeing it as it is.
 pub fn reserve_wiping(out: &mut Vec<u8>, additional: usize) {
+    reserve_wiping_within(out, additional, usize::MAX);
+}
+
+/// [`reserve_wiping`] that doubles the capacity no further than `limit` (but always to what
+/// is needed): a buffer bounded by `limit` never holds twice that.
+pub fn reserve_wiping_within(out: &mut Vec<u8>, additional: usize, limit: usize) {
     if out.capacity() - out.len() < additional {
-        let mut grown = Vec::with_capacity((out.len() + additional).max(out.capacity() * 2));
+        let need = out.len() + additional;
+        let mut grown = Vec::with_capacity(need.max(out.capacity().saturating_mul(2).min(limit)));
         grown.extend_from_slice(out);
         zeroize::Zeroize::zeroize(out); // the whole old capacity
         *out = grown;
@@ -621,9 +628,12 @@ pub fn write_get_reply(out: &mut Vec<u8>, info: &DeviceInfo) {
     write_errno(out, 0);
 }
 
-/// Appends `errno=N\n\n`.
+/// Appends the status line of a reply to a request that failed with `errno` (positive, as
+/// in errno.h; 0 for success): `errno=-N\n\n`. wireguard-go sends the negated value and `wg`
+/// negates it back before strerror, so a positive one printed "Unknown error -98" where
+/// "Address already in use" was meant.
 pub fn write_errno(out: &mut Vec<u8>, errno: i32) {
-    push_line(out, "errno", errno);
+    push_line(out, "errno", errno.checked_neg().unwrap_or(errno));
     out.push(b'\n');
 }
 

@@ -32,7 +32,7 @@ mod uapi_clients;
 use conns::{Conns, CONN_TOKEN, MAX_CONNS};
 use packet_paths::{PacketPaths, Via};
 use tx::{TxBatch, TX_TAILROOM};
-use uapi_clients::{Client, CLIENT_IDLE};
+use uapi_clients::{Client, PendingSet, CLIENT_IDLE};
 
 /// Packets taken from one source before looking at the others (fairness bound).
 const BATCH: usize = 64;
@@ -63,6 +63,8 @@ pub struct Io {
     uapi: UnixListener,
     clients: Vec<Client>,
     next_client_token: u64,
+    /// A long UAPI `set` being applied in slices, one per loop turn after the packets.
+    applying: Option<Box<PendingSet>>,
     link: LinkMonitor,
     ifname: String,
     /// UDP GSO still believed to work (switched off after the first refusal).
@@ -194,6 +196,7 @@ impl Io {
             uapi,
             clients: Vec::new(),
             next_client_token: CLIENT_TOKEN,
+            applying: None,
             ready: Ready::default(),
             stats: Stats::default(),
             sendmany: Default::default(),
@@ -237,7 +240,10 @@ impl Io {
 
     fn send_udp(&self, to: SocketAddr, data: &[u8]) {
         let to = endpoint::canonical(to);
-        let mut sent = self.conns.get(to).map(|c| c.send(data));
+        let mut sent = self
+            .conns
+            .get(to)
+            .map(|c| crate::sys::send(c.as_fd(), data, 0));
         if let Some(Err(e)) = &sent {
             if e.kind() != io::ErrorKind::WouldBlock {
                 sent = None; // try unconnected; a batch send closes a broken one
@@ -585,10 +591,18 @@ impl Daemon {
             }
             self.waits += 1;
             if signal {
-                match self.signals.take() {
-                    Some(libc::SIGUSR1) => self.log_stats(),
-                    Some(_) => return Exit::Signal,
-                    None => {}
+                // All pending ones: the fd is edge-triggered.
+                while let Some(sig) = self.signals.take() {
+                    match sig {
+                        libc::SIGUSR1 => self.log_stats(),
+                        // Blocked so they cannot end the daemon behind its back (their default
+                        // action), leaving its sockets behind: a closed terminal or a stray
+                        // signal is not a request to stop. Reloads come over ubus or UAPI.
+                        libc::SIGHUP | libc::SIGUSR2 => log::info(format_args!(
+                            "signal {sig} ignored (SIGTERM or SIGINT stops the daemon)"
+                        )),
+                        _ => return Exit::Signal,
+                    }
                 }
             }
             let now = Instant::now();

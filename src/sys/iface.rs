@@ -8,7 +8,7 @@ use crate::sys::udp::{self, UdpPair};
 use std::io;
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime};
 
 pub const SOCKET_DIR: &str = "/var/run/wireguard";
@@ -42,25 +42,52 @@ fn tun_error(ifname: &str, e: &io::Error) -> String {
     format!("cannot create TUN {ifname}: {why}")
 }
 
-/// Binds the UAPI socket, refusing if a live daemon already answers on it.
-pub fn open_uapi(ifname: &str) -> io::Result<UnixListener> {
-    let dir = PathBuf::from(SOCKET_DIR);
+/// `<dir>/<ifname>.sock`: where a daemon that cannot write to [`SOCKET_DIR`] (`--uci --user`)
+/// binds, in a directory of its own; root's `solowg export` links the shared name to it.
+pub fn socket_path_in(dir: &Path, ifname: &str) -> PathBuf {
+    dir.join(format!("{ifname}.sock"))
+}
+
+/// Binds the UAPI socket `<dir>/<ifname>.sock`, refusing if a live daemon already answers on
+/// it. Only a missing [`SOCKET_DIR`] is created (0700, as wireguard-go and wg-quick make it);
+/// an existing directory keeps its owner and mode: it is shared with every userspace
+/// WireGuard.
+pub fn open_uapi(dir: &Path, ifname: &str) -> io::Result<UnixListener> {
     if !dir.exists() {
         // Born 0700 (not created, then narrowed).
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
-            .create(&dir)?;
+            .create(dir)?;
     }
-    let path = socket_path(ifname);
+    let path = socket_path_in(dir, ifname);
     if UnixStream::connect(&path).is_ok() {
         return Err(io::Error::new(
             io::ErrorKind::AddrInUse,
             format!("{} is served by another process", path.display()),
         ));
     }
-    // A stale socket of a dead daemon.
-    let _ = std::fs::remove_file(&path);
+    // A stale socket of a dead daemon. If it cannot go, say so: binding would fail with
+    // "Address already in use", which names no cause.
+    match std::fs::symlink_metadata(&path) {
+        Ok(_) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(io::Error::new(e.kind(), format!("{}: {e}", path.display()))),
+    }
+    match std::fs::remove_file(&path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => {
+            return Err(io::Error::new(
+                e.kind(),
+                format!(
+                    "{} is left by a daemon that has stopped, and cannot be removed ({e}): \
+                     remove it as its owner or root",
+                    path.display()
+                ),
+            ))
+        }
+    }
     // Born 0600: under a umask that masks the rest, so there is no moment in which the
     // socket exists with the default mode (the daemon has one thread: nothing else creates
     // files meanwhile).
@@ -79,16 +106,74 @@ fn set_umask(mask: libc::mode_t) -> libc::mode_t {
 }
 
 /// Creates the TUN `ifname` (left down, MTU `mtu` unless it already had one), binds UDP on
-/// a random port and the UAPI socket. Errors name what failed.
-pub fn open(ifname: &str, mtu: u32) -> Result<(Tun, UdpPair, UnixListener, Device), String> {
+/// a random port and the UAPI socket in `sock_dir`. Errors name what failed.
+pub fn open(
+    ifname: &str,
+    mtu: u32,
+    sock_dir: &Path,
+) -> Result<(Tun, UdpPair, UnixListener, Device), String> {
     let tun = Tun::create(ifname, mtu).map_err(|e| tun_error(ifname, &e))?;
     let mtu = tun.mtu().unwrap_or(mtu);
     let rng = Rng::from_os().map_err(|e| format!("no randomness: {e}"))?;
     let mut dev = Device::new(Instant::now(), SystemTime::now(), rng);
     let udp =
         udp::bind(0, 0, dev.index_tag()).map_err(|e| format!("cannot open UDP sockets: {e}"))?;
-    let uapi = open_uapi(ifname).map_err(|e| format!("cannot open UAPI socket: {e}"))?;
+    let uapi = open_uapi(sock_dir, ifname).map_err(|e| format!("cannot open UAPI socket: {e}"))?;
     dev.listen_port = udp.port;
     dev.mtu = mtu as usize;
     Ok((tun, udp, uapi, dev))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stale socket the daemon may not remove is refused with words saying so, not with
+    /// bind's "Address already in use". Run as another user in a forked child: root may
+    /// remove anything.
+    #[test]
+    #[allow(unsafe_code)] // fork(2), setresuid(2), _exit(2) and waitpid(2) for the test
+    fn a_stale_socket_that_cannot_be_removed_is_named() {
+        let dir = std::env::temp_dir().join(format!("solowg-stale-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        drop(UnixListener::bind(socket_path_in(&dir, "wgs")).unwrap());
+        // SAFETY: reads this process's effective uid.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipped: needs root (to run the check as another user)");
+            let _ = std::fs::remove_dir_all(&dir);
+            return;
+        }
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        // SAFETY: the child runs open_uapi and leaves through _exit; the parent waits.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0);
+        if pid == 0 {
+            // SAFETY: integer arguments only.
+            let code = unsafe {
+                if libc::setresgid(65534, 65534, 65534) != 0
+                    || libc::setresuid(65534, 65534, 65534) != 0
+                {
+                    libc::_exit(3);
+                }
+                match open_uapi(&dir, "wgs") {
+                    Ok(_) => 1,
+                    Err(e) if e.to_string().contains("cannot be removed") => 0,
+                    Err(_) => 2,
+                }
+            };
+            // SAFETY: ends the child at once.
+            unsafe { libc::_exit(code) };
+        }
+        let mut status = 0;
+        // SAFETY: waits for our own child into a local.
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(libc::WIFEXITED(status), "{status:#x}");
+        assert_eq!(
+            libc::WEXITSTATUS(status),
+            0,
+            "1: bound anyway; 2: another error; 3: setresuid"
+        );
+    }
 }

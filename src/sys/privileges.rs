@@ -117,16 +117,41 @@ fn last_cap() -> u32 {
 /// The TUN clone device, which every new interface opens.
 const TUN_DEVICE: &str = "/dev/net/tun";
 
-/// While still root: lets the account's group open the TUN clone device. OpenWrt's procd
-/// makes it 0644 root's, and CAP_NET_ADMIN does not get past file modes; creating a TUN
-/// still needs that capability, so the group gives nothing the daemon did not have.
-pub fn give_tun_device(account: &Account) -> Result<(), String> {
+/// Whether a file of this owner, group and mode lets `account` (no other groups) read and
+/// write it.
+pub fn opens_rw(account: &Account, uid: u32, gid: u32, mode: u32) -> bool {
+    let bits = if account.uid == uid {
+        mode >> 6
+    } else if account.gid == gid {
+        mode >> 3
+    } else {
+        mode
+    };
+    bits & 0o6 == 0o6
+}
+
+/// While still root: lets the account's group open the TUN clone device, only where its mode
+/// keeps the account out. OpenWrt's procd makes it 0644 root's, and CAP_NET_ADMIN does not
+/// get past file modes; creating a TUN still needs that capability, so the group gives
+/// nothing the daemon did not have. Elsewhere (most distributions make it 0666) the device
+/// is left as it is. Returns whether it was changed.
+pub fn give_tun_device(account: &Account) -> Result<bool, String> {
+    use std::os::unix::fs::MetadataExt;
     let fail = |e: io::Error| format!("{TUN_DEVICE}: {e}");
     let meta = std::fs::metadata(TUN_DEVICE).map_err(fail)?;
+    let mode = meta.mode() & 0o7777;
+    if opens_rw(account, meta.uid(), meta.gid(), mode) {
+        return Ok(false);
+    }
     std::os::unix::fs::chown(TUN_DEVICE, None, Some(account.gid)).map_err(fail)?;
-    let mode = meta.permissions().mode() & 0o7777;
     std::fs::set_permissions(TUN_DEVICE, std::fs::Permissions::from_mode(mode | 0o060))
-        .map_err(fail)
+        .map_err(fail)?;
+    log::info(format_args!(
+        "{TUN_DEVICE} was mode {mode:04o}, closed to '{}': now its group's, with group \
+         read and write",
+        account.name
+    ));
+    Ok(true)
 }
 
 /// Restricts the process as the module says. Switching to `account` must succeed (the
@@ -286,5 +311,24 @@ mod account_tests {
         assert!(account("0:5", "").is_err());
         assert!(account("a:b", "").is_err());
         assert!(account("sol", passwd).is_err());
+    }
+
+    #[test]
+    fn the_tun_device_is_changed_only_where_the_account_is_kept_out() {
+        let a = Account {
+            name: "solowg".into(),
+            uid: 421,
+            gid: 421,
+        };
+        // OpenWrt's: root's, 0644.
+        assert!(!opens_rw(&a, 0, 0, 0o644));
+        // Debian's and most others': 0666.
+        assert!(opens_rw(&a, 0, 0, 0o666));
+        // Already given to the account's group (a restart).
+        assert!(opens_rw(&a, 0, 421, 0o664));
+        assert!(!opens_rw(&a, 0, 421, 0o644));
+        assert!(opens_rw(&a, 421, 0, 0o600));
+        // The owner's bits count for the owner even where others' would allow more.
+        assert!(!opens_rw(&a, 421, 0, 0o066));
     }
 }

@@ -312,11 +312,14 @@ impl RouteQuery {
         m.extend_from_slice(body);
         // SAFETY: m is a live buffer of the length passed; the kernel is the destination of
         // an unbound netlink socket's send.
+        // sendto, not send: the same system call on every ABI (see `sys::send`).
         let r = unsafe {
-            libc::send(
+            libc::sendto(
                 self.fd.as_raw_fd(),
                 m.as_ptr() as *const libc::c_void,
                 m.len(),
+                0,
+                std::ptr::null(),
                 0,
             )
         };
@@ -329,13 +332,16 @@ impl RouteQuery {
     /// Reads one queued message batch into `buf`; its length, or None if nothing is queued
     /// or it was truncated.
     fn receive(&mut self) -> Option<usize> {
-        // SAFETY: buf is a live buffer of the length passed.
+        // SAFETY: buf is a live buffer of the length passed. recvfrom, not recv: the same
+        // system call on every ABI (see `sys::recv`).
         let n = unsafe {
-            libc::recv(
+            libc::recvfrom(
                 self.fd.as_raw_fd(),
                 self.buf.as_mut_ptr() as *mut libc::c_void,
                 self.buf.len(),
                 libc::MSG_DONTWAIT | libc::MSG_TRUNC,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
             )
         };
         usize::try_from(n).ok().filter(|&n| n <= self.buf.len())

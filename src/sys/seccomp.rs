@@ -114,8 +114,9 @@ pub fn allowed() -> Vec<libc::c_long> {
     #[cfg(any(target_arch = "arm", target_arch = "mips"))]
     v.push(SYS_CLOCK_GETTIME64);
     v.push(libc::SYS_clock_gettime);
-    // Control: UAPI and ubus streams (std reads and writes sockets with recv and send),
-    // netlink, signalfd, DNS.
+    // Control: UAPI and ubus streams, netlink, signalfd, DNS. Sockets are read and written
+    // with recvfrom and sendto on every ABI (`sys::recv`, `sys::send`): glibc's recv() and
+    // send() are system calls of their own on 32-bit ARM and MIPS o32.
     v.extend_from_slice(&[
         libc::SYS_recvfrom,
         libc::SYS_sendto,
@@ -195,42 +196,162 @@ pub fn allowed() -> Vec<libc::c_long> {
     Vec::new()
 }
 
-/// The classic BPF program: a call of another ABI is killed, a listed call allowed, any
-/// other given `default`. Linear: one compare per listed call.
-pub fn program(arch: u32, allowed: &[libc::c_long], default: u32) -> Vec<libc::sock_filter> {
+/// What `abort()` needs to end the process by SIGABRT, as a panic (panic=abort) and a failed
+/// allocation do: glibc blocks signals (rt_sigprocmask), asks gettid and getpid, and sends
+/// SIGABRT with tgkill(pid, tid, SIGABRT); musl uses rt_sigprocmask and tkill(tid, SIGABRT).
+/// Without them a panic ended in SIGSYS, which names the wrong cause in the exit status
+/// (159, not 134) and the audit log. The signalling calls are allowed only with this
+/// process's own ids and SIGABRT, so the filter still lets the daemon signal no other
+/// process. The ids are fixed: the daemon never forks or starts a thread after the filter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SelfAbort {
+    pub pid: u32,
+    pub tid: u32,
+}
+
+impl SelfAbort {
+    /// This process's ids.
+    #[allow(unsafe_code)] // gettid has no std API
+    pub fn current() -> SelfAbort {
+        // SAFETY: getpid and gettid take no arguments and cannot fail.
+        let (pid, tid) = unsafe { (libc::getpid(), libc::syscall(libc::SYS_gettid)) };
+        SelfAbort {
+            pid: pid as u32,
+            tid: tid as u32,
+        }
+    }
+
+    /// Calls allowed whatever their arguments: they touch only this thread.
+    fn plain() -> [libc::c_long; 2] {
+        [libc::SYS_rt_sigprocmask, libc::SYS_gettid]
+    }
+
+    /// (call, [(argument, value)]): allowed when every argument has its value.
+    fn checked(&self) -> [Checked; 2] {
+        let abrt = libc::SIGABRT as u32;
+        [
+            (libc::SYS_tgkill, vec![(0, self.pid), (2, abrt)]),
+            (libc::SYS_tkill, vec![(0, self.tid), (1, abrt)]),
+        ]
+    }
+}
+
+/// A call allowed only when each listed argument (by index) has its value.
+type Checked = (libc::c_long, Vec<(usize, u32)>);
+
+/// Calls allowed with these arguments only, on every ABI.
+///
+/// musl's allocator (mallocng) takes its metadata pages from brk and, where brk fails (a
+/// full or randomised break, a tight address-space limit), maps them PROT_NONE and opens
+/// them one at a time with mprotect(PROT_READ|PROT_WRITE): without that call a failed brk
+/// would kill the daemon where it should go on from mmap. Never with PROT_EXEC, so no
+/// memory becomes executable.
+fn checked_calls() -> Vec<Checked> {
+    let rw = (libc::PROT_READ | libc::PROT_WRITE) as u32;
+    vec![(libc::SYS_mprotect, vec![(2, rw)])]
+}
+
+/// The offset of the low 32 bits of system-call argument `i` in `seccomp_data` (the kernel
+/// reads these arguments as `int`, so the low word is what it acts on).
+fn arg_low(i: usize) -> u32 {
+    let at = std::mem::offset_of!(libc::seccomp_data, args) + 8 * i;
+    (if cfg!(target_endian = "big") {
+        at + 4
+    } else {
+        at
+    }) as u32
+}
+
+/// The classic BPF program: a call of another ABI is killed, a listed call allowed, with
+/// `abort` the calls of an abort of this process (see [`SelfAbort`]), any other given
+/// `default`. Linear: one compare per listed call.
+pub fn program(
+    arch: u32,
+    allowed: &[libc::c_long],
+    abort: Option<SelfAbort>,
+    default: u32,
+) -> Vec<libc::sock_filter> {
     let op = |code: u32, jt: u8, jf: u8, k: u32| libc::sock_filter {
         code: code as u16,
         jt,
         jf,
         k,
     };
-    let load = |offset: usize| {
-        op(
-            libc::BPF_LD | libc::BPF_W | libc::BPF_ABS,
-            0,
-            0,
-            offset as u32,
-        )
-    };
+    let load = |offset: u32| op(libc::BPF_LD | libc::BPF_W | libc::BPF_ABS, 0, 0, offset);
     let ret = |k: u32| op(libc::BPF_RET | libc::BPF_K, 0, 0, k);
     let jeq = libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K;
-    let n = allowed.len();
+    let nr_at = std::mem::offset_of!(libc::seccomp_data, nr) as u32;
+    // Plain calls first; each jumps to ALLOW at the end. `None` stands for ALLOW,
+    // `Some(DENY)` for the default's RET, fixed up below.
+    let mut plain: Vec<libc::c_long> = allowed.to_vec();
+    let mut checked = checked_calls();
+    if let Some(a) = abort {
+        plain.extend(SelfAbort::plain());
+        checked.extend(a.checked());
+    }
     assert!(
-        n <= usize::from(u8::MAX),
+        plain.len() + 8 * checked.len() < usize::from(u8::MAX),
         "a jump over the list must fit in 8 bits"
     );
-    let mut p = Vec::with_capacity(n + 6);
-    p.push(load(std::mem::offset_of!(libc::seccomp_data, arch)));
-    p.push(op(jeq, 1, 0, arch));
-    p.push(ret(libc::SECCOMP_RET_KILL_PROCESS));
-    p.push(load(std::mem::offset_of!(libc::seccomp_data, nr)));
-    for (i, &nr) in allowed.iter().enumerate() {
-        // To the final ALLOW, past the rest of the list and the default.
-        p.push(op(jeq, (n - i) as u8, 0, nr as u32));
+    const ALLOW: usize = usize::MAX;
+    const DENY: usize = usize::MAX - 1;
+    // (instruction, true target, false target); targets are ALLOW, DENY or an index.
+    let mut p: Vec<(libc::sock_filter, usize, usize)> = Vec::new();
+    let mut push = |i: libc::sock_filter, t: usize, f: usize| p.push((i, t, f));
+    push(
+        load(std::mem::offset_of!(libc::seccomp_data, arch) as u32),
+        0,
+        0,
+    );
+    push(op(jeq, 1, 0, arch), 0, 0);
+    push(ret(libc::SECCOMP_RET_KILL_PROCESS), 0, 0);
+    push(load(nr_at), 0, 0);
+    let mut at = 4;
+    for &nr in &plain {
+        push(op(jeq, 0, 0, nr as u32), ALLOW, at + 1);
+        at += 1;
     }
-    p.push(ret(default));
-    p.push(ret(libc::SECCOMP_RET_ALLOW));
-    p
+    for (nr, conds) in checked {
+        // The accumulator may hold an argument after a block: load the number again.
+        let block = 2 + 2 * conds.len();
+        push(load(nr_at), 0, 0);
+        push(op(jeq, 0, 0, nr as u32), at + 2, at + block);
+        at += 2;
+        for (k, &(arg, value)) in conds.iter().enumerate() {
+            let last = k + 1 == conds.len();
+            push(load(arg_low(arg)), 0, 0);
+            push(
+                op(jeq, 0, 0, value),
+                if last { ALLOW } else { at + 2 },
+                DENY,
+            );
+            at += 2;
+        }
+    }
+    let deny = p.len();
+    let allow = deny + 1;
+    let mut out: Vec<libc::sock_filter> = p
+        .into_iter()
+        .enumerate()
+        .map(|(pc, (mut i, t, f))| {
+            if u32::from(i.code) == jeq && pc > 1 {
+                let rel = |target: usize| {
+                    let target = match target {
+                        ALLOW => allow,
+                        DENY => deny,
+                        n => n,
+                    };
+                    u8::try_from(target - pc - 1).expect("a short forward jump")
+                };
+                i.jt = rel(t);
+                i.jf = rel(f);
+            }
+            i
+        })
+        .collect();
+    out.push(ret(default));
+    out.push(ret(libc::SECCOMP_RET_ALLOW));
+    out
 }
 
 /// Puts the filter on this process; no_new_privs must be set (unprivileged callers need it).
@@ -286,7 +407,32 @@ pub fn install() {
         Mode::Log => libc::SECCOMP_RET_LOG,
         _ => libc::SECCOMP_RET_KILL_PROCESS,
     };
-    if let Err(e) = apply(&program(arch, &list, default)) {
+    if m == Mode::Kill {
+        // A backtrace reads files and the working directory, which the list does not allow:
+        // with one asked for, a panic would end in SIGSYS instead of printing it.
+        for var in ["RUST_BACKTRACE", "RUST_LIB_BACKTRACE"] {
+            if std::env::var_os(var).is_some() {
+                log::info(format_args!(
+                    "{var} ignored: no backtraces under the system-call filter ({ENV}=log allows them)"
+                ));
+                std::env::remove_var(var);
+            }
+        }
+    }
+    if m == Mode::Log {
+        // The numbers the kernel's audit records give, to compare a logged call with; also
+        // what tests/mips-user/syscalls.sh compares a traced run against.
+        let mut nrs: Vec<libc::c_long> = list.clone();
+        nrs.extend(SelfAbort::plain());
+        nrs.extend(checked_calls().iter().map(|c| c.0));
+        let shown: Vec<String> = nrs.iter().map(|n| n.to_string()).collect();
+        log::verbose(format_args!(
+            "system-call filter list: {} (tgkill, tkill and mprotect with checked arguments)",
+            shown.join(" ")
+        ));
+    }
+    let abort = SelfAbort::current();
+    if let Err(e) = apply(&program(arch, &list, Some(abort), default)) {
         if kernel_has_seccomp() {
             log::error(format_args!("cannot install the system-call filter: {e}"));
         } else {
@@ -315,6 +461,11 @@ mod tests {
 
     /// Runs `prog` on one call as the kernel would (only the instructions `program` emits).
     fn run(prog: &[libc::sock_filter], arch: u32, nr: libc::c_long) -> u32 {
+        run_args(prog, arch, nr, [0; 6])
+    }
+
+    /// `run` with the call's arguments (their low words).
+    fn run_args(prog: &[libc::sock_filter], arch: u32, nr: libc::c_long, args: [u32; 6]) -> u32 {
         let mut pc = 0;
         let mut acc = 0u32;
         loop {
@@ -322,10 +473,15 @@ mod tests {
             pc += 1;
             match u32::from(i.code) {
                 c if c == libc::BPF_LD | libc::BPF_W | libc::BPF_ABS => {
-                    acc = match i.k as usize {
-                        k if k == std::mem::offset_of!(libc::seccomp_data, nr) => nr as u32,
-                        k if k == std::mem::offset_of!(libc::seccomp_data, arch) => arch,
-                        k => panic!("load of offset {k}"),
+                    acc = match i.k {
+                        k if k as usize == std::mem::offset_of!(libc::seccomp_data, nr) => {
+                            nr as u32
+                        }
+                        k if k as usize == std::mem::offset_of!(libc::seccomp_data, arch) => arch,
+                        k => match (0..6).find(|&a| arg_low(a) == k) {
+                            Some(a) => args[a],
+                            None => panic!("load of offset {k}"),
+                        },
                     }
                 }
                 c if c == libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K => {
@@ -337,11 +493,22 @@ mod tests {
         }
     }
 
+    /// Ids no test process has, patched in a forked child (see `in_child`).
+    const PLACEHOLDER: SelfAbort = SelfAbort {
+        pid: 0x7fff_fff1,
+        tid: 0x7fff_fff2,
+    };
+
     fn ours() -> Option<(u32, Vec<libc::sock_filter>)> {
         let arch = AUDIT_ARCH?;
         Some((
             arch,
-            program(arch, &allowed(), libc::SECCOMP_RET_KILL_PROCESS),
+            program(
+                arch,
+                &allowed(),
+                Some(PLACEHOLDER),
+                libc::SECCOMP_RET_KILL_PROCESS,
+            ),
         ))
     }
 
@@ -379,7 +546,8 @@ mod tests {
     #[test]
     fn the_program_allows_the_list_and_nothing_else() {
         let Some((arch, prog)) = ours() else { return };
-        let list = allowed();
+        let mut list = allowed();
+        list.extend(SelfAbort::plain());
         for &nr in &list {
             assert_eq!(run(&prog, arch, nr), libc::SECCOMP_RET_ALLOW, "call {nr}");
             // Another ABI's call of the same number is killed.
@@ -399,12 +567,43 @@ mod tests {
                 assert_eq!(run(&prog, arch, nr), libc::SECCOMP_RET_KILL_PROCESS, "{nr}");
             }
         }
-        let logging = program(arch, &list, libc::SECCOMP_RET_LOG);
+        let logging = program(arch, &list, None, libc::SECCOMP_RET_LOG);
         assert_eq!(
             run(&logging, arch, libc::SYS_getppid),
             libc::SECCOMP_RET_LOG
         );
         assert_eq!(run(&logging, arch, libc::SYS_read), libc::SECCOMP_RET_ALLOW);
+    }
+
+    /// An abort of this process passes; a signal to another process, or another signal, is
+    /// killed as any call off the list.
+    #[test]
+    fn only_an_abort_of_this_process_may_signal() {
+        let Some((arch, prog)) = ours() else { return };
+        let SelfAbort { pid, tid } = PLACEHOLDER;
+        let abrt = libc::SIGABRT as u32;
+        let allow = libc::SECCOMP_RET_ALLOW;
+        let kill = libc::SECCOMP_RET_KILL_PROCESS;
+        let tg = |a: [u32; 3]| run_args(&prog, arch, libc::SYS_tgkill, [a[0], a[1], a[2], 0, 0, 0]);
+        let t = |a: [u32; 2]| run_args(&prog, arch, libc::SYS_tkill, [a[0], a[1], 0, 0, 0, 0]);
+        assert_eq!(tg([pid, tid, abrt]), allow);
+        assert_eq!(tg([pid, 12345, abrt]), allow); // the thread is the kernel's to check
+        assert_eq!(tg([1, tid, abrt]), kill);
+        assert_eq!(tg([pid, tid, libc::SIGKILL as u32]), kill);
+        assert_eq!(tg([pid, tid, libc::SIGTERM as u32]), kill);
+        assert_eq!(t([tid, abrt]), allow);
+        assert_eq!(t([1, abrt]), kill);
+        assert_eq!(t([tid, libc::SIGUSR1 as u32]), kill);
+        for nr in [libc::SYS_rt_sigprocmask, libc::SYS_gettid] {
+            assert_eq!(run(&prog, arch, nr), allow);
+        }
+        assert_eq!(run(&prog, arch, libc::SYS_kill), kill);
+        assert_eq!(run(&prog, arch, libc::SYS_rt_sigaction), kill);
+        // Without `abort`, none of them.
+        let bare = program(arch, &allowed(), None, kill);
+        for nr in [libc::SYS_tgkill, libc::SYS_tkill, libc::SYS_rt_sigprocmask] {
+            assert_eq!(run_args(&bare, arch, nr, [pid, tid, abrt, 0, 0, 0]), kill);
+        }
     }
 
     #[cfg(any(
@@ -475,6 +674,9 @@ mod tests {
             jf: 0,
             k: libc::SECCOMP_RET_ALLOW,
         }];
+        // The child's ids replace PLACEHOLDER's in its copy, made here: the child must not
+        // allocate.
+        let mut mine = prog.to_vec();
         // SAFETY: the child runs only async-signal-safe calls on memory set up before the
         // fork, and leaves through _exit.
         let pid = unsafe { libc::fork() };
@@ -488,7 +690,14 @@ mod tests {
                 if apply(&allow_all).is_err() {
                     libc::_exit(UNAVAILABLE);
                 }
-                if apply(prog).is_err() {
+                // The child is single-threaded: its tid is its pid.
+                let me = libc::syscall(libc::SYS_getpid) as u32;
+                for i in mine.iter_mut() {
+                    if i.k == PLACEHOLDER.pid || i.k == PLACEHOLDER.tid {
+                        i.k = me;
+                    }
+                }
+                if apply(&mine).is_err() {
                     libc::_exit(REFUSED);
                 }
                 libc::_exit(body());
@@ -528,6 +737,88 @@ mod tests {
         0
     }
 
+    /// mprotect as musl's allocator makes it passes; one making memory executable is killed.
+    #[test]
+    fn mprotect_only_to_read_and_write() {
+        let Some((arch, prog)) = ours() else { return };
+        let m = |prot: i32| {
+            run_args(
+                &prog,
+                arch,
+                libc::SYS_mprotect,
+                [0x1000, 4096, prot as u32, 0, 0, 0],
+            )
+        };
+        assert_eq!(
+            m(libc::PROT_READ | libc::PROT_WRITE),
+            libc::SECCOMP_RET_ALLOW
+        );
+        for prot in [
+            libc::PROT_READ | libc::PROT_WRITE | libc::PROT_EXEC,
+            libc::PROT_READ | libc::PROT_EXEC,
+            libc::PROT_EXEC,
+        ] {
+            assert_eq!(m(prot), libc::SECCOMP_RET_KILL_PROCESS, "prot {prot}");
+        }
+        let Some(status) = in_child(&prog, mprotect_rw) else {
+            return;
+        };
+        assert!(
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+            "status {status:#x}"
+        );
+        let status = in_child(&prog, mprotect_exec).unwrap();
+        assert!(
+            libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGSYS,
+            "status {status:#x}"
+        );
+    }
+
+    #[allow(unsafe_code)]
+    fn mprotect_with(prot: i32) -> i32 {
+        // SAFETY: a fresh private anonymous page, only its protection changed.
+        unsafe {
+            let p = libc::mmap(
+                std::ptr::null_mut(),
+                4096,
+                libc::PROT_NONE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            );
+            if p == libc::MAP_FAILED {
+                return 2;
+            }
+            i32::from(libc::mprotect(p, 4096, prot) != 0)
+        }
+    }
+
+    fn mprotect_rw() -> i32 {
+        mprotect_with(libc::PROT_READ | libc::PROT_WRITE)
+    }
+
+    fn mprotect_exec() -> i32 {
+        mprotect_with(libc::PROT_READ | libc::PROT_EXEC)
+    }
+
+    fn aborts() -> i32 {
+        // What panic=abort and a failed allocation end in.
+        std::process::abort()
+    }
+
+    /// abort() ends the process by SIGABRT, not by the filter's SIGSYS.
+    #[test]
+    fn an_abort_under_the_filter_ends_in_sigabrt() {
+        let Some((_, prog)) = ours() else { return };
+        let Some(status) = in_child(&prog, aborts) else {
+            return;
+        };
+        assert!(
+            libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGABRT,
+            "status {status:#x}: not ended by SIGABRT"
+        );
+    }
+
     #[test]
     fn listed_calls_pass_and_a_call_off_the_list_kills_the_process() {
         let Some((arch, prog)) = ours() else { return };
@@ -544,7 +835,7 @@ mod tests {
             "status {status:#x}: not killed by SIGSYS"
         );
         // Log mode lets it through.
-        let logging = program(arch, &allowed(), libc::SECCOMP_RET_LOG);
+        let logging = program(arch, &allowed(), None, libc::SECCOMP_RET_LOG);
         let status = in_child(&logging, allowed_then_forbidden).unwrap();
         assert!(
             libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,

@@ -1,4 +1,5 @@
-//! SIGTERM/SIGINT (stop) and SIGUSR1 (log the counters) as a readable fd (signalfd), so the event loop learns of them through the
+//! SIGTERM/SIGINT (stop), SIGUSR1 (log the counters) and SIGHUP/SIGUSR2 (ignored, logged)
+//! as a readable fd (signalfd), so the event loop learns of them through the
 //! same readiness wait as everything else and pays no syscall per iteration for them.
 #![allow(unsafe_code)] // sigprocmask(2) and signalfd(2)
 
@@ -10,7 +11,7 @@ pub struct SignalFd {
     file: File,
 }
 
-/// Blocks SIGTERM, SIGINT and SIGUSR1 for this thread and every thread started after it (call this
+/// Blocks SIGTERM, SIGINT, SIGUSR1, SIGHUP and SIGUSR2 for this thread and every thread started after it (call this
 /// before anything spawns a thread), and returns an fd that becomes readable when one is
 /// pending.
 pub fn block_and_open() -> io::Result<SignalFd> {
@@ -22,6 +23,8 @@ pub fn block_and_open() -> io::Result<SignalFd> {
         libc::sigaddset(&mut set, libc::SIGTERM);
         libc::sigaddset(&mut set, libc::SIGINT);
         libc::sigaddset(&mut set, libc::SIGUSR1);
+        libc::sigaddset(&mut set, libc::SIGHUP);
+        libc::sigaddset(&mut set, libc::SIGUSR2);
         if libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) != 0 {
             return Err(io::Error::last_os_error());
         }

@@ -100,14 +100,14 @@ object_there() { ubus_ "$1" list solowg 2>/dev/null | grep -q solowg; }
 # handler runs it as `solowg`, this wrapper) saves generated keys with the slow uci.
 DAEMON_USER=65534:65534
 chmod o+x "$NT_TMP"
-# The daemon gives its group the TUN device and its user the UAPI socket directory while it
-# is still root (OpenWrt's are root's, 0644 and 0700): put both back afterwards.
+# The daemon leaves the shared UAPI socket directory as it finds it (its sockets are in its
+# own directory, linked from there by root's export) and touches /dev/net/tun only where the
+# device's mode keeps its user out (OpenWrt's 0644). Put both back afterwards anyway, should
+# that break, and check below that nothing changed.
+mkdir -p "$NT_SOCK_DIR"
+shared_before="$(stat -c '%u:%g %a' "$NT_SOCK_DIR") $(stat -c '%u:%g %a' /dev/net/tun)"
 NT_ON_EXIT+=("chown $(stat -c %u:%g /dev/net/tun) /dev/net/tun; chmod $(stat -c %a /dev/net/tun) /dev/net/tun")
-if [[ -d $NT_SOCK_DIR ]]; then
-	NT_ON_EXIT+=("chown $(stat -c %u:%g "$NT_SOCK_DIR") $NT_SOCK_DIR; chmod $(stat -c %a "$NT_SOCK_DIR") $NT_SOCK_DIR")
-else
-	NT_ON_EXIT+=("chown 0:0 $NT_SOCK_DIR")
-fi
+NT_ON_EXIT+=("chown $(stat -c %u:%g "$NT_SOCK_DIR") $NT_SOCK_DIR; chmod $(stat -c %a "$NT_SOCK_DIR") $NT_SOCK_DIR")
 for r in a b; do
 	mkdir -p "$NT_TMP/$r/bin"
 	chmod o+x "$NT_TMP/$r"
@@ -150,6 +150,17 @@ privileges_ok() {
 		[[ $(stat -c %u "/proc/$p/environ") == 0 ]]
 }
 nt_check a.daemon-own-user-and-only-its-capabilities privileges_ok || true
+shared_kept() {
+	local tun_mode
+	tun_mode=$(stat -c %a /dev/net/tun)
+	# Only a device closed to the daemon's user (OpenWrt's 0644) is opened to its group.
+	if [[ ${shared_before##* } =~ 6$ ]]; then
+		[[ "$(stat -c '%u:%g %a' "$NT_SOCK_DIR") $(stat -c '%u:%g' /dev/net/tun) $tun_mode" == "$shared_before" ]]
+	else
+		[[ "$(stat -c '%u:%g %a' "$NT_SOCK_DIR")" == "${shared_before% * *}" ]]
+	fi
+}
+nt_check a.shared-socket-dir-and-tun-left-as-found shared_kept || true
 nt_info "daemon privileges: $(tr '\n' ' ' <"$NT_TMP/privileges.txt" 2>/dev/null)"
 
 # A recording network.interface object on A's broker: the daemon's own notify_proto calls.

@@ -39,6 +39,9 @@ pub struct Options {
     pub ubus_socket: PathBuf,
     /// Names of the interfaces that are up, kept on tmpfs (see `state.rs`).
     pub state_file: PathBuf,
+    /// Where the UAPI sockets are bound: /var/run/wireguard, or with `--user` the config
+    /// directory (root's `solowg export` links the shared names to them).
+    pub socket_dir: PathBuf,
 }
 
 pub struct Managed {
@@ -263,6 +266,6 @@ impl Control for Managed {
         self.forget_endpoints(ifname);
         self.running.remove(ifname);
         self.seen.remove(ifname);
-        let _ = std::fs::remove_file(iface::socket_path(ifname));
+        let _ = std::fs::remove_file(iface::socket_path_in(&self.opts.socket_dir, ifname));
     }
 }

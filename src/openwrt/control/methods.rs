@@ -71,7 +71,7 @@ impl Managed {
         let created = d.get(ifname).is_none();
         if created {
             let mtu = icfg.mtu.unwrap_or(iface::DEFAULT_MTU);
-            let (tun, udp, uapi, dev) = iface::open(ifname, mtu)?;
+            let (tun, udp, uapi, dev) = iface::open(ifname, mtu, &self.opts.socket_dir)?;
             d.add(tun, udp, uapi, dev)
                 .map_err(|e| format!("{ifname}: cannot serve: {e}"))?;
             log::info(format_args!("{ifname} up (managed)"));
@@ -92,7 +92,7 @@ impl Managed {
             // interface that was running (renew) goes on as it was.
             if created {
                 d.remove(ifname);
-                let _ = std::fs::remove_file(iface::socket_path(ifname));
+                let _ = std::fs::remove_file(iface::socket_path_in(&self.opts.socket_dir, ifname));
             } else if let Some(p) = prev {
                 self.running.insert(ifname.to_string(), p);
             }
@@ -112,7 +112,7 @@ impl Managed {
         self.seen.remove(ifname);
         let found = d.remove(ifname).is_some();
         if found {
-            let _ = std::fs::remove_file(iface::socket_path(ifname));
+            let _ = std::fs::remove_file(iface::socket_path_in(&self.opts.socket_dir, ifname));
             log::info(format_args!("{ifname} down"));
         }
         found

@@ -821,8 +821,9 @@ fn write_errno_format() {
     let mut out = Vec::new();
     write_errno(&mut out, 0);
     write_errno(&mut out, EINVAL);
-    write_errno(&mut out, -22);
-    assert_eq!(out, b"errno=0\n\nerrno=22\n\nerrno=-22\n\n");
+    write_errno(&mut out, 98);
+    // wireguard-go's sign: `wg` negates the value before strerror.
+    assert_eq!(out, b"errno=0\n\nerrno=-22\n\nerrno=-98\n\n");
 }
 
 struct XorShift(u64);
@@ -954,4 +955,26 @@ fn mutated_valid_request_never_panics() {
     }
     // Sanity: the mutator does not destroy everything.
     assert!(accepted > 0);
+}
+
+#[test]
+fn reserve_wiping_within_stops_doubling_at_the_limit() {
+    let limit = MAX_REQUEST_BYTES + 1;
+    let mut v = Vec::new();
+    let chunk = vec![b'a'; 65536];
+    while v.len() < limit {
+        let n = (limit - v.len()).min(chunk.len());
+        reserve_wiping_within(&mut v, n, limit);
+        v.extend_from_slice(&chunk[..n]);
+        assert!(
+            v.capacity() <= limit,
+            "capacity {} at {}",
+            v.capacity(),
+            v.len()
+        );
+    }
+    assert_eq!(v.len(), limit);
+    // What is needed is always given, past the limit too.
+    reserve_wiping_within(&mut v, 10, limit);
+    assert!(v.capacity() >= limit + 10);
 }

@@ -2,6 +2,7 @@
 //! applying `set`, with bounds so a client cannot take the thread from the packets.
 
 use super::*;
+use crate::proto::device::ApplyProgress;
 
 const MAX_CLIENTS: usize = 16;
 
@@ -18,23 +19,53 @@ const MAX_ACCEPTS_PER_TURN: usize = 4;
 /// Stop answering a client whose unread replies reach this size until it reads them.
 const OUTBUF_HIGH: usize = 1 << 20;
 
+/// Time a long `set` may take per loop turn: its peers are applied in slices between packet
+/// batches (each new peer costs an X25519, milliseconds on a router), so the tunnels of the
+/// peers already there keep flowing. One 30k-peer request took 7 s in one turn.
+const SET_SLICE: Duration = Duration::from_millis(2);
+
+/// Peer changes applied between two looks at the clock.
+const PEERS_PER_CHECK: usize = 8;
+
+/// A `set` applied over several loop turns. It was validated whole and its port bound
+/// before the first slice, so it cannot fail half-way; its client gets the reply once the
+/// last peer is applied, and no other request is answered meanwhile (as the kernel holds
+/// its lock for a whole `set`): to a client it is still all at once.
+pub(super) struct PendingSet {
+    /// The client that sent it (its token), to answer.
+    client: u64,
+    req: uapi::SetRequest,
+    progress: ApplyProgress,
+    started: Instant,
+}
+
+/// The most a client's pending input may hold: one byte past the largest request, enough for
+/// the parser to see that a request without its end is too long.
+const INBUF_MAX: usize = uapi::MAX_REQUEST_BYTES + 1;
+
 /// `v.extend_from_slice(data)`, but a reallocation wipes the old allocation first: a growing
-/// UAPI request may hold a private key, and `Vec` growth frees the old copy as it is.
+/// UAPI request may hold a private key, and `Vec` growth frees the old copy as it is. The
+/// capacity stays within [`INBUF_MAX`] (doubling would take it to twice that).
 fn extend_wiping(v: &mut Vec<u8>, data: &[u8]) {
-    uapi::reserve_wiping(v, data.len());
+    uapi::reserve_wiping_within(v, data.len(), INBUF_MAX);
     v.extend_from_slice(data);
 }
 
 impl Client {
     /// Read more only while there is room and the client keeps up with its replies.
     fn wants_read(&self) -> bool {
-        !self.closing
-            && self.inbuf.len() <= uapi::MAX_REQUEST_BYTES
-            && self.outbuf.len() < OUTBUF_HIGH
+        !self.closing && self.inbuf.len() < INBUF_MAX && self.outbuf.len() < OUTBUF_HIGH
+    }
+
+    /// How much the next read may take: no more than fills the input to [`INBUF_MAX`].
+    fn read_room(&self) -> usize {
+        INBUF_MAX.saturating_sub(self.inbuf.len())
     }
 }
 
 pub(super) struct Client {
+    /// Its epoll token: an id that survives the reordering of `clients`.
+    token: u64,
     stream: UnixStream,
     inbuf: Vec<u8>,
     outbuf: Vec<u8>,
@@ -77,6 +108,7 @@ impl Io {
                         }
                     }
                     self.clients.push(Client {
+                        token,
                         stream,
                         read_blocked: false,
                         scan_hint: 0,
@@ -94,8 +126,16 @@ impl Io {
         true
     }
 
-    /// Serves every client; true if one still has requests waiting (turn limit reached).
+    /// Serves every client; true if one still has requests waiting (turn limit reached), or
+    /// a long `set` is still being applied.
     pub(super) fn service_clients(&mut self, dev: &mut Device, buf: &mut [u8]) -> bool {
+        if let Some(mut p) = self.applying.take() {
+            if !self.continue_set(&mut p, dev, buf) {
+                self.applying = Some(p);
+                return true; // come back next turn, after the packets
+            }
+            self.answer_set(&p);
+        }
         let now = Instant::now();
         let mut more = false;
         let mut i = 0;
@@ -131,7 +171,8 @@ impl Io {
                 c.read_blocked = !c.closing;
                 break;
             }
-            match (&c.stream).read(&mut buf[..65536]) {
+            let room = c.read_room().min(65536);
+            match crate::sys::recv(c.stream.as_fd(), &mut buf[..room], 0) {
                 Ok(0) => {
                     c.closing = true;
                     break;
@@ -153,6 +194,10 @@ impl Io {
         let mut more = false;
         loop {
             let c = &self.clients[i];
+            if self.applying.is_some() {
+                more = true; // the rest waits until the long `set` is applied
+                break;
+            }
             if handled == MAX_REQUESTS_PER_TURN || c.outbuf.len() >= OUTBUF_HIGH {
                 more = handled == MAX_REQUESTS_PER_TURN;
                 break;
@@ -192,7 +237,7 @@ impl Io {
         c.inbuf[rest..].zeroize();
         c.inbuf.truncate(rest);
         while c.out_pos < c.outbuf.len() {
-            match (&c.stream).write(&c.outbuf[c.out_pos..]) {
+            match crate::sys::send(c.stream.as_fd(), &c.outbuf[c.out_pos..], 0) {
                 Ok(0) => return None,
                 Ok(n) => {
                     c.out_pos += n;
@@ -228,19 +273,93 @@ impl Io {
                 uapi::write_get_reply(&mut self.clients[i].outbuf, &info);
                 None
             }
-            Request::Set(req) => Some(self.apply_set(req, dev, buf)),
+            Request::Set(req) => {
+                let client = self.clients[i].token;
+                let mut p = match self.begin_set(req, dev, client) {
+                    Ok(p) => p,
+                    Err(errno) => return Some(errno),
+                };
+                if self.continue_set(&mut p, dev, buf) {
+                    return Some(0);
+                }
+                // The reply comes when the last slice is applied (`answer_set`).
+                self.applying = Some(Box::new(p));
+                None
+            }
         }
     }
 
-    /// Applies a validated set request: a new listen port is bound first, so a port in use
-    /// fails the whole request with nothing applied. Returns the errno (0: done).
+    /// Applies the next slice of a long `set`; true when it is all applied (the caller
+    /// answers it).
+    fn continue_set(&mut self, p: &mut PendingSet, dev: &mut Device, buf: &mut [u8]) -> bool {
+        let until = Instant::now() + SET_SLICE;
+        loop {
+            if dev.apply_peers(&p.req, &mut p.progress, PEERS_PER_CHECK) {
+                break;
+            }
+            if Instant::now() >= until {
+                return false;
+            }
+        }
+        self.flush_outputs(dev, buf);
+        let now = Instant::now();
+        let took = now.saturating_duration_since(p.started);
+        if took >= SET_SLICE {
+            log::verbose(format_args!(
+                "UAPI set of {} peer changes applied over {} ms",
+                p.progress.done(),
+                took.as_millis()
+            ));
+        }
+        // Waiting for us is not idleness.
+        for c in &mut self.clients {
+            c.last_active = now;
+        }
+        true
+    }
+
+    /// errno=0 for a long `set` now applied, to its client if it is still connected.
+    fn answer_set(&mut self, p: &PendingSet) {
+        if let Some(c) = self.clients.iter_mut().find(|c| c.token == p.client) {
+            uapi::write_errno(&mut c.outbuf, 0);
+        }
+    }
+
+    /// Applies a validated set request whole, at once (managed mode's configurations): a
+    /// new listen port is bound first, so a port in use fails the whole request with nothing
+    /// applied. Returns the errno (0: done).
     pub(super) fn apply_set(
         &mut self,
-        mut req: uapi::SetRequest,
+        req: uapi::SetRequest,
         dev: &mut Device,
         buf: &mut [u8],
     ) -> i32 {
-        let now = Instant::now();
+        // A UAPI `set` still being applied comes first, whole: requests take effect in the
+        // order they came.
+        if let Some(mut p) = self.applying.take() {
+            while !self.continue_set(&mut p, dev, buf) {}
+            self.answer_set(&p); // written out when its client is next served
+        }
+        match self.begin_set(req, dev, 0) {
+            Ok(mut p) => {
+                while !dev.apply_peers(&p.req, &mut p.progress, usize::MAX) {}
+                self.flush_outputs(dev, buf);
+                0
+            }
+            Err(errno) => errno,
+        }
+    }
+
+    /// The part of a set request that cannot be sliced: the new port bound (a port in use
+    /// fails it with nothing applied), the interface's settings and the sockets' mark. The
+    /// peers follow through `Device::apply_peers`.
+    fn begin_set(
+        &mut self,
+        mut req: uapi::SetRequest,
+        dev: &mut Device,
+        client: u64,
+    ) -> Result<PendingSet, i32> {
+        let started = Instant::now();
         let mark = req.fwmark.unwrap_or(dev.fwmark);
         let mut rebound = false;
         if let Some(port) = req.listen_port.filter(|&p| p != dev.listen_port) {
@@ -249,17 +368,18 @@ impl Io {
                     req.listen_port = Some(pair.port);
                     if let Err(e) = self.set_udp(pair) {
                         log::error(format_args!("cannot use new UDP sockets: {e}"));
-                        return e.raw_os_error().unwrap_or(libc::EIO);
+                        return Err(e.raw_os_error().unwrap_or(libc::EIO));
                     }
                     rebound = true;
                 }
                 Err(e) => {
                     log::error(format_args!("cannot listen on port {port}: {e}"));
-                    return e.raw_os_error().unwrap_or(libc::EADDRINUSE);
+                    return Err(e.raw_os_error().unwrap_or(libc::EADDRINUSE));
                 }
             }
         }
-        let applied = dev.apply(&req, now);
+        let progress = dev.apply_begin(&req);
+        let applied = progress.applied;
         if self.fwmark != dev.fwmark {
             self.fwmark = dev.fwmark;
             self.conns.retire_all(); // routed with the old mark
@@ -276,7 +396,11 @@ impl Io {
         if rebound {
             log::info(format_args!("listening on port {}", dev.listen_port));
         }
-        self.flush_outputs(dev, buf);
-        0
+        Ok(PendingSet {
+            client,
+            req,
+            progress,
+            started,
+        })
     }
 }
