@@ -9,8 +9,9 @@ guest: ChaCha20-Poly1305 sealing, loopback iperf3, openssl speed, the two-namesp
 tunnel) and raw.tsv (tunnel and forwarding runs: the kernel module, nat, fastd-*,
 wireguard-go). For each model family (cost.VARIANTS without their memory latency: I-cache
 misses as counted, or with sequential-line prefetch), the memory latency is fitted to the
-anchors of anchors.tsv whose role is `fit` (least squares of the log error, 5-200 cycles), and
-every anchor's error is printed with it; the `check` anchors are held out of the fit. Then
+anchors of anchors.tsv whose role is `fit` (least squares of the log error, 5-200 cycles at
+580 MHz, the same time in nanoseconds at each anchor's clock), and every anchor's error is
+printed with it; the `check` anchors are held out of the fit. Then
 the errors of instructions alone, and a summary of the held-out errors per family.
 """
 import csv
@@ -92,16 +93,33 @@ def matches(anchor, at):
     return sorted(k for k in at if k[0] == nic and (k[1] == setting or k[1].startswith(setting + " ")))
 
 
+def clock(anchor):
+    """The anchor's clock in MHz (the middle of a range such as 550-650)."""
+    lo, _, hi = anchor["mhz"].partition("-")
+    return (float(lo) + float(hi or lo)) / 2
+
+
+def latency(m, anchor):
+    """The memory latency in the anchor's core cycles for m cycles at 580 MHz: the DRAM behind
+    these SoCs answers in about the same time whatever the core's clock, so a 400 MHz core
+    waits fewer of its cycles than a 720 MHz one."""
+    return m * clock(anchor) / 580
+
+
+def modeled(m, anchor, key, at0, at1):
+    return at0[key][1] + latency(m, anchor) * (at1[key][1] - at0[key][1])
+
+
 def fit_memory(fit_rows, at0, at1):
-    """The latency minimising the squared log error over the fit anchors (each the median of
-    its settings), by a 1-cycle grid; None without fit anchors."""
+    """The latency (cycles at 580 MHz) minimising the squared log error over the fit anchors
+    (each the median of its settings), by a 1-cycle grid; None without fit anchors."""
     if not fit_rows:
         return None
 
     def err(m):
         e = 0.0
         for a, keys in fit_rows:
-            v = statistics.median(at0[k][1] + m * (at1[k][1] - at0[k][1]) for k in keys)
+            v = statistics.median(modeled(m, a, k, at0, at1) for k in keys)
             e += math.log(v / float(a["cycles_per_byte"])) ** 2
         return e
 
@@ -123,8 +141,9 @@ def main(*raw_dirs):
         if m is None:
             print(f"calibrate.py: no `fit` anchor was run; {fam}: not fitted")
             continue
-        print(f"Model {fam}: memory latency fitted to the `fit` anchors: {m} cycles "
-              f"({1000 * m / 580:.0f} ns at 580 MHz). Modeled 24K cycles per byte against the published:")
+        print(f"Model {fam}: memory latency fitted to the `fit` anchors: {m} cycles at 580 MHz "
+              f"({1000 * m / 580:.0f} ns, the same time at each anchor's clock). Modeled 24K cycles "
+              "per byte against the published:")
         print()
         print("| anchor | role | device (core, MHz) | published c/B | emulated setting | insn/B | modeled c/B | error | insns alone: error |")
         print("|---|---|---|---:|---|---:|---:|---:|---:|")
@@ -132,7 +151,7 @@ def main(*raw_dirs):
         for a, keys in rows:
             pub = float(a["cycles_per_byte"])
             for k in keys:
-                v = at0[k][1] + m * (at1[k][1] - at0[k][1])
+                v = modeled(m, a, k, at0, at1)
                 ipb = plain[k][0]
                 err = 100 * (v / pub - 1)
                 if a["role"] == "check":
