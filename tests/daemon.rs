@@ -1029,21 +1029,43 @@ fn oversized_requests_leave_memory_flat() {
 
 // ---- a daemon of its own user beside a root one ------------------------------------------
 
-/// A tool on PATH (or named by `env`), else None.
-fn find_tool(env: &str, name: &str) -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os(env).filter(|p| !p.is_empty()) {
-        return Some(PathBuf::from(p));
-    }
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
-}
+#[path = "support/find_tool.rs"]
+mod find_tool;
+use find_tool::find_tool;
 
 /// Owner, group and mode of a path (following links).
 fn owner_mode(p: &str) -> (u32, u32, u32) {
     use std::os::unix::fs::MetadataExt;
     let m = std::fs::metadata(p).unwrap_or_else(|e| panic!("{p}: {e}"));
     (m.uid(), m.gid(), m.mode() & 0o7777)
+}
+
+/// The owner and mode of the places every userspace WireGuard shares, as found.
+struct SharedPlaces {
+    dir: (u32, u32, u32),
+    tun: (u32, u32, u32),
+}
+
+impl SharedPlaces {
+    fn now() -> Self {
+        SharedPlaces {
+            dir: owner_mode(SOCK_DIR),
+            tun: owner_mode("/dev/net/tun"),
+        }
+    }
+
+    /// /dev/net/tun counts only where its mode already lets anyone in: elsewhere the daemon
+    /// may give its group access (OpenWrt's 0644).
+    fn assert_unchanged(&self) {
+        assert_eq!(
+            owner_mode(SOCK_DIR),
+            self.dir,
+            "the shared directory changed"
+        );
+        if self.tun.2 & 0o006 == 0o006 {
+            assert_eq!(owner_mode("/dev/net/tun"), self.tun, "/dev/net/tun changed");
+        }
+    }
 }
 
 /// `solowg --uci --user 65534:65534` as the package runs it, with ubus-zero's broker
@@ -1260,25 +1282,12 @@ fn user_daemon_and_root_daemon_share_the_machine_in_both_orders() {
     };
     // Made as wireguard-go and a root solowg make it, if no one has yet.
     let _ = std::fs::DirBuilder::new().mode(0o700).create(SOCK_DIR);
-    let dir_before = owner_mode(SOCK_DIR);
-    let tun_before = owner_mode("/dev/net/tun");
-    let tun_open_to_nobody = tun_before.2 & 0o006 == 0o006;
+    let shared = SharedPlaces::now();
 
     // The user's daemon first, then a root one.
     let ns = Netns::new();
     let mut user = UserDaemon::start(&ns, &ubusd, &client);
-    assert_eq!(
-        owner_mode(SOCK_DIR),
-        dir_before,
-        "the shared directory changed"
-    );
-    if tun_open_to_nobody {
-        assert_eq!(
-            owner_mode("/dev/net/tun"),
-            tun_before,
-            "/dev/net/tun changed"
-        );
-    }
+    shared.assert_unchanged();
     let reply = user.get();
     assert!(reply.ends_with("errno=0\n\n"), "{reply:?}");
     if let Some(wg) = wg_tool() {
@@ -1308,18 +1317,7 @@ fn user_daemon_and_root_daemon_share_the_machine_in_both_orders() {
     root_daemon_round(&mut root);
     user.stop();
     drop(user);
-    assert_eq!(
-        owner_mode(SOCK_DIR),
-        dir_before,
-        "the shared directory changed"
-    );
-    if tun_open_to_nobody {
-        assert_eq!(
-            owner_mode("/dev/net/tun"),
-            tun_before,
-            "/dev/net/tun changed"
-        );
-    }
+    shared.assert_unchanged();
 }
 
 /// The daemon makes its socket reads and writes with recvfrom and sendto, whatever the libc:

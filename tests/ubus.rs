@@ -13,14 +13,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn find_tool(env: &str, name: &str) -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os(env).filter(|p| !p.is_empty()) {
-        return Some(PathBuf::from(p));
-    }
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
-}
+#[path = "support/find_tool.rs"]
+mod find_tool;
+use find_tool::find_tool;
 
 #[derive(Clone, Copy)]
 enum Flavor {
