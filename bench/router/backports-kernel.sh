@@ -37,12 +37,7 @@ src_img=${SOLOWG_MIPS_DIR:-/var/tmp/solowg-mips-system}
 out=${out:-$src_img-$SERIES}
 # shellcheck source=bench/router/kernel-lib.sh
 . "$here/kernel-lib.sh"
-log() { printf '# backports-kernel: %s\n' "$*"; }
-die() {
-	printf 'backports-kernel: %s\n' "$*" >&2
-	exit 1
-}
-[[ $(id -u) == 0 ]] || die "run as root"
+kernel_root
 
 kernel_tools
 

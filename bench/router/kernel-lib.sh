@@ -1,8 +1,18 @@
 #!/usr/bin/env bash
 # Shared by the guest kernel builders (backports-kernel.sh, openwrt-kernel.sh): fetching
 # Debian's linux-source-SERIES from bookworm-backports, and installing a built kernel into a
-# copy of the router guest's image. Sourced; expects log, die, $repo.
+# copy of the router guest's image, and the scripts' messages. Sourced; expects $repo.
 # shellcheck disable=SC2154 # repo is the caller's
+
+# Messages name the script that sourced this file.
+log() { printf '# %s: %s\n' "$(basename -- "$0" .sh)" "$*"; }
+die() {
+	printf '%s: %s\n' "$(basename -- "$0" .sh)" "$*" >&2
+	exit 1
+}
+
+# kernel_root: a kernel is built and installed into the image as root.
+kernel_root() { [[ $(id -u) == 0 ]] || die "run as root"; }
 
 # kernel_tools: the cross compiler and build tools, installed when missing.
 kernel_tools() {

@@ -55,12 +55,7 @@ src_img=${SOLOWG_MIPS_DIR:-/var/tmp/solowg-mips-system}
 out=${out:-$src_img-openwrt}
 # shellcheck source=bench/router/kernel-lib.sh
 . "$here/kernel-lib.sh"
-log() { printf '# openwrt-kernel: %s\n' "$*"; }
-die() {
-	printf 'openwrt-kernel: %s\n' "$*" >&2
-	exit 1
-}
-[[ $(id -u) == 0 ]] || die "run as root"
+kernel_root
 [[ -d $owrt ]] || die "no OpenWrt files in $owrt (--openwrt DIR)"
 owrt=$(cd -- "$owrt" && pwd)
 
