@@ -760,16 +760,7 @@ fn oversized_request_is_refused() {
         "daemon stopped reading after {sent} bytes"
     );
     // Either errno=-22 then close, or just close; never silence (a read timeout).
-    let mut got = Vec::new();
-    let mut chunk = [0u8; 256];
-    loop {
-        match s.read(&mut chunk) {
-            Ok(0) => break,
-            Ok(n) => got.extend_from_slice(&chunk[..n]),
-            Err(e) if e.kind() == ErrorKind::ConnectionReset => break,
-            Err(e) => panic!("no answer to an oversized request: {e} (got {got:?})"),
-        }
-    }
+    let got = read_until_closed(&mut s);
     assert!(got.is_empty() || got == b"errno=-22\n\n", "{got:?}");
     d.assert_running();
     get(&d);
@@ -979,16 +970,9 @@ fn rss_kib(d: &Daemon) -> u64 {
         .expect("VmRSS")
 }
 
-/// Sends `set=1` and `len` bytes without a blank line, then reads until the daemon closes.
-fn send_oversized(d: &Daemon, len: usize) -> Vec<u8> {
-    let mut s = connect(d);
-    let mut data = b"set=1\n".to_vec();
-    data.resize(len, b'a');
-    for chunk in data.chunks(65536) {
-        if s.write_all(chunk).is_err() {
-            break; // refused and closed before the end
-        }
-    }
+/// What the daemon writes on a refused request's connection until it closes it (a reset
+/// counts as closed); a read timeout, silence, fails the test.
+fn read_until_closed(s: &mut impl Read) -> Vec<u8> {
     let mut got = Vec::new();
     let mut chunk = [0u8; 256];
     loop {
@@ -1000,6 +984,19 @@ fn send_oversized(d: &Daemon, len: usize) -> Vec<u8> {
         }
     }
     got
+}
+
+/// Sends `set=1` and `len` bytes without a blank line, then reads until the daemon closes.
+fn send_oversized(d: &Daemon, len: usize) -> Vec<u8> {
+    let mut s = connect(d);
+    let mut data = b"set=1\n".to_vec();
+    data.resize(len, b'a');
+    for chunk in data.chunks(65536) {
+        if s.write_all(chunk).is_err() {
+            break; // refused and closed before the end
+        }
+    }
+    read_until_closed(&mut s)
 }
 
 /// An oversized request is refused before its buffer grows past the limit, and the memory
