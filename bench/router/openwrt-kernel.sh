@@ -23,10 +23,10 @@
 # What differs from OpenWrt's own malta kernel, and why: the guest boots Debian's userland
 # from an initrd on a virtio disk (BLK_DEV_INITRD, DEVTMPFS, RD_*, VIRTIO_PCI/BLK built in,
 # VIRTIO_NET as a module); no debug information (-g does not change the code GCC emits, and it
-# takes time and disk); FPU support for Debian's hard-float userland; the le subtarget's config-default, which sets little-endian and the
-# CPU, is replaced by those settings (MIPS32r2, little-endian). OUT_DIR/openwrt-kernel.txt
-# lists the inputs, their commits and hashes, the patches applied and not, and the options
-# that differ from Debian's 6.12 build (backports-kernel.sh) that matter for cost.
+# takes time and disk); FPU support for Debian's hard-float userland; the le subtarget's
+# config-default, which sets little-endian and the CPU, is replaced by those settings
+# (MIPS32r2, little-endian). OUT_DIR/openwrt-kernel.txt lists the inputs, their commits and
+# hashes, the patches applied and why the others were not, and the options that bear on cost.
 #
 # OUT_DIR defaults to ${SOLOWG_MIPS_DIR:-/var/tmp/solowg-mips-system}-openwrt. The image
 # (SOLOWG_MIPS_DIR, made by tests/mips-system/image.sh if missing) is copied, not changed.
