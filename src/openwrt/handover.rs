@@ -362,6 +362,20 @@ mod tests {
         d
     }
 
+    /// A scratch root with the daemon's own directory made (its user's, 65534, when root runs
+    /// the test) and the shared one's path: (root, shared, own, whether root runs this).
+    fn scratch_dirs(tag: &str) -> (PathBuf, PathBuf, PathBuf, bool) {
+        let root = scratch(tag);
+        let shared = root.join("wireguard");
+        let own = root.join("solowg");
+        fs::create_dir_all(&own).unwrap();
+        let as_root = fs::metadata(&own).unwrap().uid() == 0;
+        if as_root {
+            std::os::unix::fs::chown(&own, Some(65534), Some(65534)).unwrap();
+        }
+        (root, shared, own, as_root)
+    }
+
     /// The shared directory's entries: a name and what it is, for the assertions.
     fn kind(p: &Path) -> String {
         match fs::symlink_metadata(p) {
@@ -376,15 +390,7 @@ mod tests {
 
     #[test]
     fn shared_names_link_to_the_daemons_sockets_and_nothing_else_changes() {
-        let root = scratch("a");
-        let shared = root.join("wireguard");
-        let own = root.join("solowg");
-        fs::create_dir_all(&own).unwrap();
-        let root_runs_this = fs::metadata(&own).unwrap().uid() == 0;
-        if root_runs_this {
-            // The daemon's directory is its user's.
-            std::os::unix::fs::chown(&own, Some(65534), Some(65534)).unwrap();
-        }
+        let (root, shared, own, root_runs_this) = scratch_dirs("a");
         fs::create_dir_all(&shared).unwrap();
         fs::set_permissions(&shared, fs::Permissions::from_mode(0o700)).unwrap();
         let before = fs::metadata(&shared).unwrap();
@@ -439,13 +445,7 @@ mod tests {
 
     #[test]
     fn a_missing_shared_directory_is_made_as_wireguard_go_makes_it() {
-        let root = scratch("b");
-        let shared = root.join("wireguard");
-        let own = root.join("solowg");
-        fs::create_dir_all(&own).unwrap();
-        if fs::metadata(&own).unwrap().uid() == 0 {
-            std::os::unix::fs::chown(&own, Some(65534), Some(65534)).unwrap();
-        }
+        let (root, shared, own, _) = scratch_dirs("b");
         assert!(link_sockets(&shared, &own, &["wg0".to_string()]).is_empty());
         assert_eq!(fs::metadata(&shared).unwrap().mode() & 0o7777, 0o700);
         assert!(fs::symlink_metadata(shared.join("wg0.sock"))
