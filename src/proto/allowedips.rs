@@ -199,6 +199,8 @@ impl<K: Key, T: Copy + Eq> Trie<K, T> {
     }
 
     fn remove_value(&mut self, value: T) {
+        #[cfg(test)]
+        work::NODES_SCANNED.with(|c| c.set(c.get() + self.nodes.len() as u64));
         let hits: Vec<u32> = (0..self.nodes.len())
             .filter(|&i| self.nodes.get(i).and_then(|n| n.value) == Some(value))
             .filter_map(|i| u32::try_from(i).ok())
@@ -303,6 +305,22 @@ impl<K: Key, T: Copy + Eq> Trie<K, T> {
             .collect();
         out.sort_unstable();
         out
+    }
+}
+
+/// Work counted for tests that check how a cost grows, without timing it.
+#[cfg(test)]
+pub(crate) mod work {
+    thread_local! {
+        /// Trie nodes looked at by `remove_value` (it scans every node).
+        pub static NODES_SCANNED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    }
+
+    /// The nodes scanned while `f` ran.
+    pub fn nodes_scanned(f: impl FnOnce()) -> u64 {
+        let before = NODES_SCANNED.with(|c| c.get());
+        f();
+        NODES_SCANNED.with(|c| c.get()) - before
     }
 }
 
