@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install, upgrade and removal of the solowg .ipk on an offline root, as in an image build
 # (IPKG_INSTROOT set, so no daemon starts). Two versions are built by openwrt/mkpkg.py from
-# the same binary: openwrt/Makefile's release, and the next release with a changed
+# the same binary: openwrt/feed/net/solowg/Makefile's release, and the next release with a changed
 # /etc/config/solowg. Two runs:
 #   changed    install; the user edits /etc/config/solowg; upgrade; remove; install again
 #   unchanged  install; upgrade; remove
@@ -75,7 +75,7 @@ if [[ ! -f $binary ]]; then
 	echo "not a binary" >"$binary"
 	mkpkg_args+=(--allow-non-elf)
 fi
-release=$(sed -n 's/^PKG_RELEASE:=[[:space:]]*//p' "$repo/openwrt/Makefile")
+release=$(sed -n 's/^PKG_RELEASE:=[[:space:]]*//p' "$repo/openwrt/feed/net/solowg/Makefile")
 next=$((release + 1))
 mkdir -p "$work/src2"
 cp -a "$repo/files" "$work/src2/"
