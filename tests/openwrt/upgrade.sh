@@ -14,12 +14,16 @@
 # holds /etc/config/solowg exactly when it was changed, and /etc/config/network once a key
 # has been saved in it.
 #
-# CI has no opkg and no OpenWrt root, so by default it runs two stand-ins:
-# tests/openwrt/opkg-standin.sh for opkg and tests/openwrt/base-files-standin.sh for
-# base-files' /lib/functions.sh. OPKG=/path/to/opkg-cl runs the real opkg instead, and
-# BASE_FILES=DIR copies DIR into the root (the real lib/functions.sh, lib/functions/
-# service.sh and procd.sh, etc/rc.common, etc/passwd, group and shadow, and libubox's
-# usr/share/libubox/jshn.sh, which rc.common sources for procd scripts).
+# opkg and usign are the real ones, opkg-lede and usign built from ../shared/openwrt-src by
+# tests/openwrt-real/build-pkgtools.sh (OPKG=/path/to/opkg-cl runs another; USIGN=/path/to/usign
+# with it for the signed feed). The first runs install the .ipk files directly, as an image
+# build does; the last goes through a signed feed (update, install, upgrade, remove, install
+# again, and a tampered list refused). base-files' /lib/functions.sh is a stand-in,
+# tests/openwrt/base-files-standin.sh: base-files is not among the shared sources (it lives
+# in openwrt/openwrt's tree). BASE_FILES=DIR copies DIR into the root instead (the real
+# lib/functions.sh, lib/functions/service.sh and procd.sh, etc/rc.common, etc/passwd, group
+# and shadow, and libubox's usr/share/libubox/jshn.sh, which rc.common sources for procd
+# scripts).
 #
 # What the real ones did on 2026-12-05 (opkg-lede git 38eccbb of 2024-10-16, built from
 # source; base-files' and procd's files from OpenWrt's tree of 2025-06), with these packages
@@ -51,10 +55,17 @@ set -euo pipefail
 here=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd -- "$here/../.." && pwd)
 arch=${ARCH:-mipsel_24kc}
-opkg=${OPKG:-$here/opkg-standin.sh}
+# The real opkg-lede and usign, built from ../shared/openwrt-src (tests/openwrt-real/).
+if [[ -z ${OPKG:-} ]]; then
+	tools=$(bash "$repo/tests/openwrt-real/build-pkgtools.sh" opkg-lede usign) ||
+		{ echo "FAIL: opkg-lede or usign does not build (above)"; exit 1; }
+	OPKG=$(sed -n 's/^opkg-lede=//p' <<<"$tools")/bin/opkg-cl
+	USIGN=$(sed -n 's/^usign=//p' <<<"$tools")/bin/usign
+fi
+opkg=$OPKG
 base_files=${BASE_FILES:-}
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+trap '[[ -n ${KEEP:-} ]] || rm -rf "$work"' EXIT
 pass=0 fail=0
 check() { # NAME EXPECTED ACTUAL
 	if [[ $2 == "$3" ]]; then
@@ -80,8 +91,12 @@ next=$((release + 1))
 mkdir -p "$work/src2"
 cp -a "$repo/files" "$work/src2/"
 printf '\n# shipped with release %s\n' "$next" >>"$work/src2/files/solowg.config"
+# The second build's daemon differs from the first (a byte appended), so an upgrade that
+# kept the old binary shows.
+cp "$binary" "$work/solowg.v2"
+printf '\n' >>"$work/solowg.v2"
 python3 "$repo/openwrt/mkpkg.py" "${mkpkg_args[@]}" --binary "$binary" --out "$work/v1" >/dev/null
-python3 "$repo/openwrt/mkpkg.py" "${mkpkg_args[@]}" --binary "$binary" --out "$work/v2" \
+python3 "$repo/openwrt/mkpkg.py" "${mkpkg_args[@]}" --binary "$work/solowg.v2" --out "$work/v2" \
 	--release "$next" --src "$work/src2" >/dev/null
 v1=$(echo "$work"/v1/solowg_*.ipk)
 v2=$(echo "$work"/v2/solowg_*.ipk)
@@ -204,6 +219,7 @@ installed_checks() { # installed_checks STEP v1|v2: files, links, network, user
 	check "$1.version" "$(sed -n 's/^Version: //p' "$work/$2.control/control")" \
 		"$(sed -n 's/^Version: //p' "$root/usr/lib/opkg/info/solowg.control")"
 	check "$1.rc.d" "$want_links" "$(links)"
+	check "$1.daemon-is-$2's" "$(sha "$work/$2.d/usr/sbin/solowg")" "$(sha "$root/usr/sbin/solowg")"
 	check "$1.network-untouched" "$network_sha" "$(sha "$root/etc/config/network")"
 	user_checks "$1"
 	check "$1.status-conffiles" "/etc/config/solowg $(sha "$work/$2.d/etc/config/solowg")" "$(status_conffiles)"
@@ -266,6 +282,70 @@ run_opkg remove solowg
 removed_checks remove-unchanged ""
 check remove-unchanged.etc-config "network" "$(ls "$root/etc/config/")"
 check offline.no-ubus-or-killall "" "$(cat "$CALLS")"
+
+# ---- a signed feed: opkg update, install, upgrade to the next build, remove, install again
+# The feed's Packages is what OpenWrt's ipkg-make-index.sh writes (each control file, then
+# Filename, Size and SHA256sum), signed with usign as the build signs its feeds; opkg runs its
+# verify_program (OpenWrt's opkg-key, a wrapper of `usign -V -P /etc/opkg/keys`; ours here)
+# on Packages.sig. Without USIGN (OPKG given) the feed part is skipped.
+if [[ -n ${USIGN:-} ]]; then
+	make_feed() { # make_feed DIR IPK...: Packages and Packages.sig
+		local dir=$1 ipk
+		shift
+		mkdir -p "$dir"
+		for ipk in "$@"; do
+			cp "$ipk" "$dir/"
+			tar -xzOf "$ipk" ./control.tar.gz | tar -xzOf - ./control
+			printf 'Filename: %s\nSize: %s\nSHA256sum: %s\n\n' "$(basename "$ipk")" "$(stat -c %s "$ipk")" "$(sha "$ipk")"
+		done >"$dir/Packages"
+		"$USIGN" -S -m "$dir/Packages" -s "$work/key.sec" -x "$dir/Packages.sig"
+	}
+	"$USIGN" -G -s "$work/key.sec" -p "$work/key.pub" -c "solowg test feed"
+	make_feed "$work/feed1" "$v1"
+	make_feed "$work/feed2" "$v2"
+	new_root feed
+	mkdir -p "$root/etc/opkg/keys"
+	cp "$work/key.pub" "$root/etc/opkg/keys/$("$USIGN" -F -p "$work/key.pub")"
+	cat >"$work/bin/opkg-key" <<KEY
+#!/bin/sh
+# opkg-key verify SIG FILE, against the offline root's keys
+[ "\$1" = verify ] || exit 1
+exec '$USIGN' -V -q -P '$root/etc/opkg/keys' -x "\$2" -m "\$3"
+KEY
+	chmod 755 "$work/bin/opkg-key"
+	feed_conf() { # feed_conf DIR: opkg.conf naming the feed in DIR
+		# The destination is run_opkg's --add-dest; lists_dir is under the offline root.
+		printf 'src solowg file://%s\nlists_dir ext /var/opkg-lists\n' "$1"
+		printf 'option check_signature 1\noption verify_program %s/bin/opkg-key\n' "$work"
+		printf 'arch all 100\narch %s 200\n' "$arch"
+	}
+	feed_conf "$work/feed1" >"$work/opkg.conf"
+	run_opkg -f "$work/opkg.conf" update
+	check feed.update.signature-passed "Signature check passed." "$(grep -o 'Signature check passed.' "$work/opkg.out")"
+	run_opkg -f "$work/opkg.conf" install solowg
+	installed_checks feed.install v1
+	feed_conf "$work/feed2" >"$work/opkg.conf"
+	run_opkg -f "$work/opkg.conf" update
+	run_opkg -f "$work/opkg.conf" list-upgradable
+	check feed.upgradable "solowg - $(sed -n 's/^Version: //p' "$work/v1.control/control") - $(sed -n 's/^Version: //p' "$work/v2.control/control")" \
+		"$(grep '^solowg ' "$work/opkg.out")"
+	run_opkg -f "$work/opkg.conf" upgrade solowg
+	installed_checks feed.upgrade v2
+	run_opkg -f "$work/opkg.conf" remove solowg
+	removed_checks feed.remove ""
+	run_opkg -f "$work/opkg.conf" install solowg
+	installed_checks feed.reinstall v2
+	# A feed whose Packages changed after signing is refused: the list is dropped.
+	cp -r "$work/feed2" "$work/feed3"
+	sed -i 's/^Description: .*/Description:  changed/' "$work/feed3/Packages"
+	feed_conf "$work/feed3" >"$work/opkg.conf"
+	run_opkg -f "$work/opkg.conf" update || true
+	check feed.tampered.refused "Signature check failed. no-list" \
+		"$(grep -o 'Signature check failed.' "$work/opkg.out") $([[ -e $root/var/opkg-lists/solowg ]] && echo list-kept || echo no-list)"
+	check feed.offline.no-ubus-or-killall "" "$(cat "$CALLS")"
+else
+	echo "NOTICE: OPKG given without USIGN: the signed feed part is skipped"
+fi
 
 # ---- the postinst part alone on a running router (IPKG_INSTROOT empty), under busybox sh
 # default_postinst sources it with base-files' functions loaded; these stand in for the three
