@@ -399,6 +399,34 @@ $status" "$(cat "$CALLS")"
 		"$(live_part "" "" 1)"
 	check live.first-install.calls "$hup
 $handlers" "$(cat "$CALLS")"
+	# Upgrades: apk runs no pre-deinstall and starts the service before this part, which
+	# procd ignores while the old daemon runs: the part restarts a running service. With opkg
+	# the old prerm has stopped it (not running: no restart; default_postinst starts it).
+	# /etc/init.d/solowg is a recorder, mounted over /etc/init.d in a mount namespace of this
+	# test's own.
+	cat >"$work/init-recorder" <<'STANDIN'
+#!/bin/sh
+echo "init.d/solowg $*" >>"$CALLS"
+[ "$1" != running ] || [ -n "$RUNNING" ]
+STANDIN
+	chmod 755 "$work/init-recorder"
+	live_upgrade() { # live_upgrade PKG_UPGRADE RUNNING: the init script's calls
+		: >"$CALLS"
+		# shellcheck disable=SC2016 # expanded by the inner shells
+		PKG_UPGRADE=$1 RUNNING=$2 unshare -m --propagation private sh -c '
+			mount -t tmpfs tmpfs /etc/init.d && cp "$1" /etc/init.d/solowg &&
+			env -u IPKG_INSTROOT PATH="$2:$PATH" KNOWN=1 UP_IFACES="wg0 wg1" SECTIONS="wg0=solowg wg1=solowg" \
+				busybox sh -c ". \"\$1\"; . \"\$2\"" sh "$3" "$4"' \
+			sh "$work/init-recorder" "$work/bin" "$work/functions.sh" "$work/v1.control/postinst-pkg" >/dev/null
+		grep '^init.d/' "$CALLS" | tr '\n' ' ' | sed 's/ $//'
+	}
+	if [[ $(id -u) -eq 0 ]] && unshare -m true 2>/dev/null; then
+		check live.apk-upgrade.restarts "init.d/solowg running init.d/solowg restart" "$(live_upgrade 1 1)"
+		check live.opkg-upgrade.stopped-no-restart "init.d/solowg running" "$(live_upgrade 1 "")"
+		check live.first-install.no-restart "" "$(live_upgrade 0 1)"
+	else
+		echo "NOTICE: not root or no mount namespace: the live upgrade restart checks are skipped"
+	fi
 else
 	echo "NOTICE: no busybox; the live-mode checks of the postinst part are skipped"
 fi
