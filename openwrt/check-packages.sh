@@ -64,6 +64,10 @@ expected_files() {
 			echo "644 /$f $root/luci-app/root/$f"
 		done
 		;;
+	luci-i18n-solowg-*)
+		# luci.mk's translation package: contents checked in check_ipk
+		printf '%s\n' "644 /etc/uci-defaults/$1 " "644 /usr/lib/lua/luci/i18n/solowg.${1##*-}.lmo "
+		;;
 	esac | LC_ALL=C sort -k2,2
 }
 
@@ -88,6 +92,7 @@ expected_depends() {
 	case $1 in
 	solowg) echo "libc, kmod-tun" ;;
 	luci-app-solowg) echo "libc, solowg, luci-lib-uqr" ;;
+	luci-i18n-solowg-*) echo "libc, luci-app-solowg" ;;
 	esac
 }
 
@@ -214,6 +219,12 @@ check_ipk() {
 		same "Section" "luci" "$(field Section)"
 		same "Architecture" "all" "$arch"
 		;;
+	luci-i18n-solowg-*)
+		# PKG_PO_VERSION, which luci-app/Makefile sets to the app's version
+		same "Version from luci-app/Makefile" "$luci_pkg_version-r${luci_pkg_release:-1}" "$version"
+		same "Section" "luci" "$(field Section)"
+		same "Architecture" "all" "$arch"
+		;;
 	*)
 		bad "unknown package $name"
 		return
@@ -239,10 +250,32 @@ check_ipk() {
 		same "postinst-pkg is openwrt/feed/net/solowg/Makefile's Package/solowg/postinst" \
 			"$(expected_postinst_pkg solowg)" "$(cat "$d/control/postinst-pkg" 2>/dev/null)"
 		same "mode of postinst-pkg" "755" "$(stat -c %a "$d/control/postinst-pkg" 2>/dev/null)"
+	elif [[ $name == luci-i18n-solowg-* ]]; then
+		same "control members" "control postinst prerm" "$(names_in "$d/control")"
+		check_i18n "$d/data" "$name"
 	else
 		check_script "postinst-pkg" "$d/control/postinst-pkg" luci-indexcache luci-modulecache \
 			"/etc/init.d/rpcd reload" IPKG_INSTROOT
 		same "control members" "control postinst postinst-pkg prerm" "$(names_in "$d/control")"
+	fi
+}
+
+# A translation package's contents: the uci-defaults line luci.mk writes, and the catalogue
+# equal to luci-app/po/LANG compiled again by LuCI's po2lmo (PO2LMO, or built by
+# tests/openwrt/po2lmo.sh when ../shared/openwrt-src has LuCI).
+check_i18n() { # check_i18n DATA NAME
+	local lang=${2##*-} po2lmo
+	same "uci-defaults adds the language to LuCI" \
+		"uci set luci.languages.$lang='$(sed -n "s/^LUCI_LANG = {\"$lang\": \"\(.*\)\"}$/\1/p" "$mkpkg")'; uci commit luci" \
+		"$(cat "$1/etc/uci-defaults/$2" 2>/dev/null)"
+	po2lmo=${PO2LMO:-$(bash "$root/tests/openwrt/po2lmo.sh" 2>/dev/null || true)}
+	if [[ -x $po2lmo ]]; then
+		"$po2lmo" "$root/luci-app/po/$lang/solowg.po" "$work/$2.lmo"
+		check "solowg.$lang.lmo is luci-app/po/$lang compiled by po2lmo" \
+			cmp -s "$work/$2.lmo" "$1/usr/lib/lua/luci/i18n/solowg.$lang.lmo"
+	else
+		echo "NOTICE $pkg: no po2lmo; the catalogue's contents are not compared"
+		check "solowg.$lang.lmo is not empty" test -s "$1/usr/lib/lua/luci/i18n/solowg.$lang.lmo"
 	fi
 }
 
@@ -268,7 +301,7 @@ check_apk() {
 	same "owners are root:root" "" "$(grep -E '^(dir|file) ' <<<"$listing" | awk '$4 != "root:root"')"
 	case $name in
 	solowg) same "version from openwrt/feed/net/solowg/Makefile" "$solowg_version" "$version" ;;
-	luci-app-solowg) same "arch" "noarch" "$arch" ;;
+	luci-app-solowg | luci-i18n-solowg-*) same "arch" "noarch" "$arch" ;;
 	*)
 		bad "unknown package $name"
 		return
