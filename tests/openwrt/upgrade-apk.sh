@@ -129,12 +129,21 @@ check del.user-kept "1" "$(grep -c '^solowg:' "$root/etc/passwd")"
 run_apk add solowg
 installed readd v2
 
-# An index changed after it was signed is refused.
+# An index changed after it was signed is refused (its signature, or its structure, fails),
+# and so is one signed with a key the root does not hold.
+refused() { # refused DIR: apk update's warning for DIR's index
+	echo "file://$1/packages.adb" >"$root/etc/apk/repositories"
+	IPKG_INSTROOT=$root "$APK" --root "$root" --force-no-chroot --no-progress update >"$work/apk.out" 2>&1 || true
+	# "WARNING: opening <url>: <reason>": a bad signature, or a structure that no longer parses
+	sed -n "s|^WARNING: opening file://$1/packages.adb: ||p" "$work/apk.out" | head -n1
+}
 cp -r "$work/feed2" "$work/feed3"
-printf 'X' | dd of="$work/feed3/packages.adb" bs=1 seek=200 conv=notrunc status=none
-echo "file://$work/feed3/packages.adb" >"$root/etc/apk/repositories"
-IPKG_INSTROOT=$root "$APK" --root "$root" --force-no-chroot --no-progress update >"$work/apk.out" 2>&1 || true
-check tampered.refused "yes" "$(grep -q 'UNTRUSTED signature' "$work/apk.out" && echo yes)"
+python3 -c 'import sys; p = sys.argv[1]; b = bytearray(open(p, "rb").read()); b[len(b) // 2] ^= 0xFF; open(p, "wb").write(b)' "$work/feed3/packages.adb"
+check tampered.refused "yes" "$([[ -n $(refused "$work/feed3") ]] && echo yes)"
+cp -r "$work/feed2" "$work/feed4"
+openssl ecparam -name prime256v1 -genkey -noout -out "$work/other.pem" 2>/dev/null
+"$APK" mkndx --allow-untrusted --sign-key "$work/other.pem" -o "$work/feed4/packages.adb" "$work/feed4"/*.apk >/dev/null
+check other-key.refused "UNTRUSTED signature" "$(refused "$work/feed4")"
 
 echo "$pass passed, $fail failed"
 [[ $fail -eq 0 ]]
