@@ -39,9 +39,9 @@ same() { # same DESCRIPTION EXPECTED ACTUAL
 
 # Version as include/package-defaults.mk and luci.mk make it: PKG_VERSION-rPKG_RELEASE.
 mkvar() { sed -n "s/^$2:=[[:space:]]*//p" "$1" | head -n1; }
-solowg_version="$(mkvar "$root/openwrt/Makefile" PKG_VERSION)-r$(mkvar "$root/openwrt/Makefile" PKG_RELEASE)"
+solowg_version="$(mkvar "$root/openwrt/feed/net/solowg/Makefile" PKG_VERSION)-r$(mkvar "$root/openwrt/feed/net/solowg/Makefile" PKG_RELEASE)"
 # USERID is set inside the Package/solowg define, hence indented.
-solowg_userid=$(sed -n 's/^[[:space:]]*USERID:=[[:space:]]*//p' "$root/openwrt/Makefile" | head -n1)
+solowg_userid=$(sed -n 's/^[[:space:]]*USERID:=[[:space:]]*//p' "$root/openwrt/feed/net/solowg/Makefile" | head -n1)
 luci_pkg_version=$(mkvar "$root/luci-app/Makefile" PKG_VERSION)
 luci_pkg_release=$(mkvar "$root/luci-app/Makefile" PKG_RELEASE)
 
@@ -64,6 +64,10 @@ expected_files() {
 			echo "644 /$f $root/luci-app/root/$f"
 		done
 		;;
+	luci-i18n-solowg-*)
+		# luci.mk's translation package: contents checked in check_ipk
+		printf '%s\n' "644 /etc/uci-defaults/$1 " "644 /usr/lib/lua/luci/i18n/solowg.${1##*-}.lmo "
+		;;
 	esac | LC_ALL=C sort -k2,2
 }
 
@@ -72,7 +76,7 @@ expected_files() {
 expected_postinst_pkg() {
 	local mk
 	case $1 in
-	solowg) mk=$root/openwrt/Makefile ;;
+	solowg) mk=$root/openwrt/feed/net/solowg/Makefile ;;
 	*) return 0 ;;
 	esac
 	sed -n "/^define Package\/$1\/postinst\$/,/^endef\$/p" "$mk" | sed '1d;$d' | sed 's/\$\$/$/g'
@@ -88,6 +92,7 @@ expected_depends() {
 	case $1 in
 	solowg) echo "libc, kmod-tun" ;;
 	luci-app-solowg) echo "libc, solowg, luci-lib-uqr" ;;
+	luci-i18n-solowg-*) echo "libc, luci-app-solowg" ;;
 	esac
 }
 
@@ -197,10 +202,10 @@ check_ipk() {
 	same "file name is Package_Version_Architecture.ipk" "${name}_${version}_${arch}" "$base"
 	case $name in
 	solowg)
-		same "Version from openwrt/Makefile" "$solowg_version" "$version"
+		same "Version from openwrt/feed/net/solowg/Makefile" "$solowg_version" "$version"
 		same "Section" "net" "$(field Section)"
-		same "License from openwrt/Makefile" "$(mkvar "$root/openwrt/Makefile" PKG_LICENSE)" "$(field License)"
-		same "Maintainer from openwrt/Makefile" "$(mkvar "$root/openwrt/Makefile" PKG_MAINTAINER)" "$(field Maintainer)"
+		same "License from openwrt/feed/net/solowg/Makefile" "$(mkvar "$root/openwrt/feed/net/solowg/Makefile" PKG_LICENSE)" "$(field License)"
+		same "Maintainer from openwrt/feed/net/solowg/Makefile" "$(mkvar "$root/openwrt/feed/net/solowg/Makefile" PKG_MAINTAINER)" "$(field Maintainer)"
 		check "Architecture is a package architecture" test "$arch" != all
 		check "Require-User asks for user and group solowg" \
 			grep -qE '^Require-User: solowg=[0-9]+:solowg=[0-9]+$' "$control"
@@ -214,13 +219,19 @@ check_ipk() {
 		same "Section" "luci" "$(field Section)"
 		same "Architecture" "all" "$arch"
 		;;
+	luci-i18n-solowg-*)
+		# PKG_PO_VERSION, which luci-app/Makefile sets to the app's version
+		same "Version from luci-app/Makefile" "$luci_pkg_version-r${luci_pkg_release:-1}" "$version"
+		same "Section" "luci" "$(field Section)"
+		same "Architecture" "all" "$arch"
+		;;
 	*)
 		bad "unknown package $name"
 		return
 		;;
 	esac
 	same "Depends" "$(expected_depends "$name")" "$(field Depends)"
-	same "Require-User from openwrt/Makefile's USERID" "$(expected_userid "$name")" "$(field Require-User)"
+	same "Require-User from openwrt/feed/net/solowg/Makefile's USERID" "$(expected_userid "$name")" "$(field Require-User)"
 	check "SourceDateEpoch is a number" grep -qE '^SourceDateEpoch: [0-9]+$' "$control"
 	check "Description follows the other fields" grep -qE '^Description:  [^ ]' "$control"
 	size=$(tar -xzOf "$file" ./data.tar.gz | gzip -dc | wc -c)
@@ -236,13 +247,35 @@ check_ipk() {
 		same "control members" "conffiles control postinst postinst-pkg prerm" "$(names_in "$d/control")"
 		check_script "postinst-pkg" "$d/control/postinst-pkg" IPKG_INSTROOT "killall -HUP ubusd" \
 			get_proto_handlers "/etc/init.d/network restart" "exit 0"
-		same "postinst-pkg is openwrt/Makefile's Package/solowg/postinst" \
+		same "postinst-pkg is openwrt/feed/net/solowg/Makefile's Package/solowg/postinst" \
 			"$(expected_postinst_pkg solowg)" "$(cat "$d/control/postinst-pkg" 2>/dev/null)"
 		same "mode of postinst-pkg" "755" "$(stat -c %a "$d/control/postinst-pkg" 2>/dev/null)"
+	elif [[ $name == luci-i18n-solowg-* ]]; then
+		same "control members" "control postinst prerm" "$(names_in "$d/control")"
+		check_i18n "$d/data" "$name"
 	else
 		check_script "postinst-pkg" "$d/control/postinst-pkg" luci-indexcache luci-modulecache \
 			"/etc/init.d/rpcd reload" IPKG_INSTROOT
 		same "control members" "control postinst postinst-pkg prerm" "$(names_in "$d/control")"
+	fi
+}
+
+# A translation package's contents: the uci-defaults line luci.mk writes, and the catalogue
+# equal to luci-app/po/LANG compiled again by LuCI's po2lmo (PO2LMO, or built by
+# tests/openwrt/po2lmo.sh when ../shared/openwrt-src has LuCI).
+check_i18n() { # check_i18n DATA NAME
+	local lang=${2##*-} po2lmo
+	same "uci-defaults adds the language to LuCI" \
+		"uci set luci.languages.$lang='$(sed -n "s/^LUCI_LANG = {\"$lang\": \"\(.*\)\"}$/\1/p" "$mkpkg")'; uci commit luci" \
+		"$(cat "$1/etc/uci-defaults/$2" 2>/dev/null)"
+	po2lmo=${PO2LMO:-$(bash "$root/tests/openwrt/po2lmo.sh" 2>/dev/null || true)}
+	if [[ -x $po2lmo ]]; then
+		"$po2lmo" "$root/luci-app/po/$lang/solowg.po" "$work/$2.lmo"
+		check "solowg.$lang.lmo is luci-app/po/$lang compiled by po2lmo" \
+			cmp -s "$work/$2.lmo" "$1/usr/lib/lua/luci/i18n/solowg.$lang.lmo"
+	else
+		echo "NOTICE $pkg: no po2lmo; the catalogue's contents are not compared"
+		check "solowg.$lang.lmo is not empty" test -s "$1/usr/lib/lua/luci/i18n/solowg.$lang.lmo"
 	fi
 }
 
@@ -267,8 +300,8 @@ check_apk() {
 	same "depends" "$(expected_depends "$name" | tr -d , | tr ' ' '\n' | LC_ALL=C sort | tr '\n' ' ' | sed 's/ $//')" "$(get depends)"
 	same "owners are root:root" "" "$(grep -E '^(dir|file) ' <<<"$listing" | awk '$4 != "root:root"')"
 	case $name in
-	solowg) same "version from openwrt/Makefile" "$solowg_version" "$version" ;;
-	luci-app-solowg) same "arch" "noarch" "$arch" ;;
+	solowg) same "version from openwrt/feed/net/solowg/Makefile" "$solowg_version" "$version" ;;
+	luci-app-solowg | luci-i18n-solowg-*) same "arch" "noarch" "$arch" ;;
 	*)
 		bad "unknown package $name"
 		return
@@ -281,7 +314,7 @@ check_apk() {
 			-printf '/%P\n' | LC_ALL=C sort)" \
 		"$(cat "$d/data/lib/apk/packages/$name.list" 2>/dev/null)"
 	if [[ -n $(expected_userid "$name") ]]; then
-		same "$name.rusers is openwrt/Makefile's USERID" "$(expected_userid "$name")" \
+		same "$name.rusers is openwrt/feed/net/solowg/Makefile's USERID" "$(expected_userid "$name")" \
 			"$(cat "$d/data/lib/apk/packages/$name.rusers" 2>/dev/null)"
 		same "mode of $name.rusers" "644" "$(stat -c %a "$d/data/lib/apk/packages/$name.rusers" 2>/dev/null)"
 	else
@@ -305,9 +338,9 @@ check_apk() {
 		# package-pack.mk appends the part, without its #! line, to both scripts.
 		part=$(sed 1d <<<"$part")
 		n=$(wc -l <<<"$part")
-		same "post-install ends with openwrt/Makefile's Package/$name/postinst" "$part" \
+		same "post-install ends with openwrt/feed/net/solowg/Makefile's Package/$name/postinst" "$part" \
 			"$(tail -n "$n" "$s/post-install" 2>/dev/null)"
-		same "post-upgrade ends with openwrt/Makefile's Package/$name/postinst" "$part" \
+		same "post-upgrade ends with openwrt/feed/net/solowg/Makefile's Package/$name/postinst" "$part" \
 			"$(tail -n "$n" "$s/post-upgrade" 2>/dev/null)"
 	fi
 

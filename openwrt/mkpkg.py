@@ -3,6 +3,7 @@
 
     mkpkg.py solowg --arch mips_24kc --binary target/openwrt/mips_24kc/solowg --out dist/mips_24kc
     mkpkg.py luci-app-solowg --out dist/all
+    mkpkg.py luci-i18n-solowg-de --po2lmo PATH --out dist/all
     mkpkg.py --check FILE.apk [--extract DIR]
 
 Each build writes two files:
@@ -15,7 +16,7 @@ For the LuCI app, as luci.mk does it: the same when luci-app/Makefile sets PKG_V
 YY.DDD.SSSSS~HASH from the last commit touching luci-app/ (e.g. 25.020.53698~a09a2d6).
 
 Everything the package says is taken from the Makefiles, so it is kept in one place:
-openwrt/Makefile (version, release, licence, maintainer, section, DEPENDS, USERID, description,
+openwrt/feed/net/solowg/Makefile (version, release, licence, maintainer, section, DEPENDS, USERID, description,
 conffiles and the Package/solowg/install recipe, which is interpreted line by line) and
 luci-app/Makefile (LUCI_* variables; contents as luci.mk installs them: htdocs/ to /www,
 root/ to /). An install line this script does not understand is an error, not a guess.
@@ -46,7 +47,7 @@ import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
-SOLOWG_MAKEFILE = os.path.join(HERE, "Makefile")
+SOLOWG_MAKEFILE = os.path.join(HERE, "feed", "net", "solowg", "Makefile")
 LUCI_DIR = os.path.join(REPO, "luci-app")
 LUCI_MAKEFILE = os.path.join(LUCI_DIR, "Makefile")
 
@@ -910,13 +911,13 @@ def solowg_spec(arch, binary, release=None, src=None):
     pkg = define_vars(defines.get("Package/solowg", ""))
     for need in ("PKG_VERSION", "PKG_LICENSE", "PKG_MAINTAINER"):
         if not variables.get(need):
-            die("%s is not set in openwrt/Makefile" % need)
+            die("%s is not set in openwrt/feed/net/solowg/Makefile" % need)
     if release is not None:
         variables["PKG_RELEASE"] = release
     version = make_version(variables["PKG_VERSION"], variables.get("PKG_RELEASE", ""))
     check_version(version)
     if "Package/solowg/install" not in defines or "Package/solowg/description" not in defines:
-        die("openwrt/Makefile lacks Package/solowg/install or description")
+        die("openwrt/feed/net/solowg/Makefile lacks Package/solowg/install or description")
     if not os.path.isfile(binary):
         die("binary %s does not exist" % binary)
     tree = solowg_tree(defines, binary, src or REPO)
@@ -978,6 +979,78 @@ def luci_spec():
     }, tree
 
 
+# luci.mk's names for the languages we translate (LUCI_LANG.<code>); a po/<lang>/ not listed
+# here is an error, not a guess.
+LUCI_LANG = {"de": "Deutsch (German)"}
+
+
+def expand(value, variables):
+    """$(NAME) references to the Makefile's own simple variables (PKG_PO_VERSION's)."""
+    def sub(m):
+        if m.group(1) not in variables:
+            die("cannot expand $(%s)" % m.group(1))
+        return variables[m.group(1)]
+    return re.sub(r"\$\(([A-Za-z0-9_]+)\)", sub, value)
+
+
+def luci_i18n_spec(lang, po2lmo):
+    """luci.mk's LuciTranslation: luci-i18n-BASENAME-LANG with BASENAME the app's name less
+    luci-app-, holding po/LANG/*.po compiled by po2lmo to /usr/lib/lua/luci/i18n/NAME.LANG.lmo
+    and a uci-defaults script that adds the language to LuCI's list. It depends on the app,
+    has no postinst part of its own, and carries PKG_PO_VERSION (else the last po/ commit's
+    date)."""
+    variables, _ = read_makefile(LUCI_MAKEFILE)
+    app = variables.get("LUCI_NAME", "luci-app-solowg")
+    basename = re.sub(r"^luci-[a-z]+-", "", app)
+    if lang not in LUCI_LANG:
+        die("no language name for po/%s (add it to LUCI_LANG as luci.mk has it)" % lang)
+    po_dir = os.path.join(LUCI_DIR, "po", lang)
+    pos = sorted(f for f in os.listdir(po_dir) if f.endswith(".po")) if os.path.isdir(po_dir) else []
+    if not pos:
+        die("no .po file in luci-app/po/%s" % lang)
+    if not po2lmo or not os.access(po2lmo, os.X_OK):
+        die("luci-i18n packages need --po2lmo (LuCI's compiler, tests/openwrt/po2lmo.sh builds it)")
+    if variables.get("PKG_PO_VERSION"):
+        version = expand(variables["PKG_PO_VERSION"], variables)
+    else:
+        out = git("log", "-1", "--format=%ct %h", "--abbrev=7", "--", "po", cwd=LUCI_DIR)
+        if not out:
+            die("no PKG_PO_VERSION and no git history of luci-app/po")
+        ct, h = out.split()
+        t = datetime.datetime.fromtimestamp(int(ct), datetime.timezone.utc)
+        version = "%s.%05d~%s" % (t.strftime("%y.%j"), int(ct) % 86400, h)
+    check_version(version)
+    name = "luci-i18n-%s-%s" % (basename, lang)
+    tree = Tree()
+    tree.mkdir("etc/uci-defaults")
+    # echo "uci set luci.languages.<lang, - as _>='<name>'; uci commit luci" > file
+    tree.add_file("etc/uci-defaults/" + name, 0o644,
+                  ("uci set luci.languages.%s='%s'; uci commit luci\n" %
+                   (lang.replace("-", "_"), LUCI_LANG[lang])).encode())
+    tree.mkdir("usr/lib/lua/luci/i18n")
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        for po in pos:
+            lmo = os.path.join(tmp, "%s.%s.lmo" % (po[:-3], lang))
+            r = subprocess.run([po2lmo, os.path.join(po_dir, po), lmo], capture_output=True, text=True)
+            if r.returncode != 0 or not os.path.isfile(lmo):
+                die("po2lmo %s failed: %s" % (po, r.stderr.strip()))
+            with open(lmo, "rb") as f:
+                tree.add_file("usr/lib/lua/luci/i18n/" + os.path.basename(lmo), 0o644, f.read())
+    sol_vars, _ = read_makefile(SOLOWG_MAKEFILE)
+    return {
+        "name": name, "version": version, "arch": "all",
+        "depends": ["libc", app], "provides": [],
+        "source": SOURCE["luci-app-solowg"], "license": variables["PKG_LICENSE"],
+        "license_files": variables.get("PKG_LICENSE_FILES", ""), "section": "luci",
+        "maintainer": variables.get("LUCI_MAINTAINER") or sol_vars.get("PKG_MAINTAINER", ""),
+        "url": variables.get("LUCI_URL", ""), "userid": "",
+        "description": "    Translation for %s - %s" % (app, LUCI_LANG[lang]),
+        "conffiles": [], "postinst_pkg": None,
+        "inputs": [LUCI_MAKEFILE] + [os.path.join(po_dir, po) for po in pos],
+    }, tree
+
+
 def add_apk_view(p, tree):
     """What OpenWrt 25.12 adds for apk: the lists under /lib/apk/packages/ that functions.sh
     and sysupgrade read, the implicit virtual provide NAME-any, noarch for 'all'."""
@@ -1029,8 +1102,14 @@ def build(args):
         if args.release is not None or args.src:
             die("--release and --src are for the solowg package")
         if args.arch not in (None, "all"):
-            die("luci-app-solowg is architecture 'all'")
-        p, tree = luci_spec()
+            die("%s is architecture 'all'" % args.package)
+        m = re.match(r"^luci-i18n-solowg-([a-z]{2}(?:[-_][A-Za-z]+)?)$", args.package)
+        if m:
+            p, tree = luci_i18n_spec(m.group(1), args.po2lmo)
+        elif args.package == "luci-app-solowg":
+            p, tree = luci_spec()
+        else:
+            die("unknown package %s" % args.package)
     p["epoch"] = source_date_epoch(p["inputs"])
     os.makedirs(args.out, exist_ok=True)
     written = []
@@ -1061,7 +1140,9 @@ def release_arg(value):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("package", nargs="?", choices=["solowg", "luci-app-solowg"])
+    ap.add_argument("package", nargs="?",
+                    help="solowg, luci-app-solowg or luci-i18n-solowg-LANG (po/LANG)")
+    ap.add_argument("--po2lmo", metavar="PATH", help="LuCI's po2lmo, for luci-i18n-solowg-LANG")
     ap.add_argument("--arch", help="OpenWrt package architecture, e.g. mips_24kc")
     ap.add_argument("--binary", help="the solowg executable for that architecture")
     ap.add_argument("--out", help="output directory")
@@ -1069,7 +1150,7 @@ def main():
     ap.add_argument("--allow-non-elf", action="store_true",
                     help="package a --binary that is not an ELF of the architecture (tests only)")
     ap.add_argument("--release", metavar="N", type=release_arg,
-                    help="PKG_RELEASE instead of openwrt/Makefile's (tests only: a second version "
+                    help="PKG_RELEASE instead of openwrt/feed/net/solowg/Makefile's (tests only: a second version "
                     "of the same build, to upgrade to)")
     ap.add_argument("--src", metavar="DIR",
                     help="the tree the install recipe's $(SOLOWG_SRC) names instead of this "

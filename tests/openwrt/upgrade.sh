@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install, upgrade and removal of the solowg .ipk on an offline root, as in an image build
 # (IPKG_INSTROOT set, so no daemon starts). Two versions are built by openwrt/mkpkg.py from
-# the same binary: openwrt/Makefile's release, and the next release with a changed
+# the same binary: openwrt/feed/net/solowg/Makefile's release, and the next release with a changed
 # /etc/config/solowg. Two runs:
 #   changed    install; the user edits /etc/config/solowg; upgrade; remove; install again
 #   unchanged  install; upgrade; remove
@@ -14,12 +14,16 @@
 # holds /etc/config/solowg exactly when it was changed, and /etc/config/network once a key
 # has been saved in it.
 #
-# CI has no opkg and no OpenWrt root, so by default it runs two stand-ins:
-# tests/openwrt/opkg-standin.sh for opkg and tests/openwrt/base-files-standin.sh for
-# base-files' /lib/functions.sh. OPKG=/path/to/opkg-cl runs the real opkg instead, and
-# BASE_FILES=DIR copies DIR into the root (the real lib/functions.sh, lib/functions/
-# service.sh and procd.sh, etc/rc.common, etc/passwd, group and shadow, and libubox's
-# usr/share/libubox/jshn.sh, which rc.common sources for procd scripts).
+# opkg and usign are the real ones, opkg-lede and usign built from ../shared/openwrt-src by
+# tests/openwrt-real/build-pkgtools.sh (OPKG=/path/to/opkg-cl runs another; USIGN=/path/to/usign
+# with it for the signed feed). The first runs install the .ipk files directly, as an image
+# build does; the last goes through a signed feed (update, install, upgrade, remove, install
+# again, and a tampered list refused). base-files' /lib/functions.sh is a stand-in,
+# tests/openwrt/base-files-standin.sh: base-files is not among the shared sources (it lives
+# in openwrt/openwrt's tree). BASE_FILES=DIR copies DIR into the root instead (the real
+# lib/functions.sh, lib/functions/service.sh and procd.sh, etc/rc.common, etc/passwd, group
+# and shadow, and libubox's usr/share/libubox/jshn.sh, which rc.common sources for procd
+# scripts).
 #
 # What the real ones did on 2026-12-05 (opkg-lede git 38eccbb of 2024-10-16, built from
 # source; base-files' and procd's files from OpenWrt's tree of 2025-06), with these packages
@@ -51,10 +55,17 @@ set -euo pipefail
 here=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd -- "$here/../.." && pwd)
 arch=${ARCH:-mipsel_24kc}
-opkg=${OPKG:-$here/opkg-standin.sh}
+# The real opkg-lede and usign, built from ../shared/openwrt-src (tests/openwrt-real/).
+if [[ -z ${OPKG:-} ]]; then
+	tools=$(bash "$repo/tests/openwrt-real/build-pkgtools.sh" opkg-lede usign) ||
+		{ echo "FAIL: opkg-lede or usign does not build (above)"; exit 1; }
+	OPKG=$(sed -n 's/^opkg-lede=//p' <<<"$tools")/bin/opkg-cl
+	USIGN=$(sed -n 's/^usign=//p' <<<"$tools")/bin/usign
+fi
+opkg=$OPKG
 base_files=${BASE_FILES:-}
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+trap '[[ -n ${KEEP:-} ]] || rm -rf "$work"' EXIT
 pass=0 fail=0
 check() { # NAME EXPECTED ACTUAL
 	if [[ $2 == "$3" ]]; then
@@ -75,13 +86,17 @@ if [[ ! -f $binary ]]; then
 	echo "not a binary" >"$binary"
 	mkpkg_args+=(--allow-non-elf)
 fi
-release=$(sed -n 's/^PKG_RELEASE:=[[:space:]]*//p' "$repo/openwrt/Makefile")
+release=$(sed -n 's/^PKG_RELEASE:=[[:space:]]*//p' "$repo/openwrt/feed/net/solowg/Makefile")
 next=$((release + 1))
 mkdir -p "$work/src2"
 cp -a "$repo/files" "$work/src2/"
 printf '\n# shipped with release %s\n' "$next" >>"$work/src2/files/solowg.config"
+# The second build's daemon differs from the first (a byte appended), so an upgrade that
+# kept the old binary shows.
+cp "$binary" "$work/solowg.v2"
+printf '\n' >>"$work/solowg.v2"
 python3 "$repo/openwrt/mkpkg.py" "${mkpkg_args[@]}" --binary "$binary" --out "$work/v1" >/dev/null
-python3 "$repo/openwrt/mkpkg.py" "${mkpkg_args[@]}" --binary "$binary" --out "$work/v2" \
+python3 "$repo/openwrt/mkpkg.py" "${mkpkg_args[@]}" --binary "$work/solowg.v2" --out "$work/v2" \
 	--release "$next" --src "$work/src2" >/dev/null
 v1=$(echo "$work"/v1/solowg_*.ipk)
 v2=$(echo "$work"/v2/solowg_*.ipk)
@@ -204,6 +219,7 @@ installed_checks() { # installed_checks STEP v1|v2: files, links, network, user
 	check "$1.version" "$(sed -n 's/^Version: //p' "$work/$2.control/control")" \
 		"$(sed -n 's/^Version: //p' "$root/usr/lib/opkg/info/solowg.control")"
 	check "$1.rc.d" "$want_links" "$(links)"
+	check "$1.daemon-is-$2's" "$(sha "$work/$2.d/usr/sbin/solowg")" "$(sha "$root/usr/sbin/solowg")"
 	check "$1.network-untouched" "$network_sha" "$(sha "$root/etc/config/network")"
 	user_checks "$1"
 	check "$1.status-conffiles" "/etc/config/solowg $(sha "$work/$2.d/etc/config/solowg")" "$(status_conffiles)"
@@ -267,6 +283,70 @@ removed_checks remove-unchanged ""
 check remove-unchanged.etc-config "network" "$(ls "$root/etc/config/")"
 check offline.no-ubus-or-killall "" "$(cat "$CALLS")"
 
+# ---- a signed feed: opkg update, install, upgrade to the next build, remove, install again
+# The feed's Packages is what OpenWrt's ipkg-make-index.sh writes (each control file, then
+# Filename, Size and SHA256sum), signed with usign as the build signs its feeds; opkg runs its
+# verify_program (OpenWrt's opkg-key, a wrapper of `usign -V -P /etc/opkg/keys`; ours here)
+# on Packages.sig. Without USIGN (OPKG given) the feed part is skipped.
+if [[ -n ${USIGN:-} ]]; then
+	make_feed() { # make_feed DIR IPK...: Packages and Packages.sig
+		local dir=$1 ipk
+		shift
+		mkdir -p "$dir"
+		for ipk in "$@"; do
+			cp "$ipk" "$dir/"
+			tar -xzOf "$ipk" ./control.tar.gz | tar -xzOf - ./control
+			printf 'Filename: %s\nSize: %s\nSHA256sum: %s\n\n' "$(basename "$ipk")" "$(stat -c %s "$ipk")" "$(sha "$ipk")"
+		done >"$dir/Packages"
+		"$USIGN" -S -m "$dir/Packages" -s "$work/key.sec" -x "$dir/Packages.sig"
+	}
+	"$USIGN" -G -s "$work/key.sec" -p "$work/key.pub" -c "solowg test feed"
+	make_feed "$work/feed1" "$v1"
+	make_feed "$work/feed2" "$v2"
+	new_root feed
+	mkdir -p "$root/etc/opkg/keys"
+	cp "$work/key.pub" "$root/etc/opkg/keys/$("$USIGN" -F -p "$work/key.pub")"
+	cat >"$work/bin/opkg-key" <<KEY
+#!/bin/sh
+# opkg-key verify SIG FILE, against the offline root's keys
+[ "\$1" = verify ] || exit 1
+exec '$USIGN' -V -q -P '$root/etc/opkg/keys' -x "\$2" -m "\$3"
+KEY
+	chmod 755 "$work/bin/opkg-key"
+	feed_conf() { # feed_conf DIR: opkg.conf naming the feed in DIR
+		# The destination is run_opkg's --add-dest; lists_dir is under the offline root.
+		printf 'src solowg file://%s\nlists_dir ext /var/opkg-lists\n' "$1"
+		printf 'option check_signature 1\noption verify_program %s/bin/opkg-key\n' "$work"
+		printf 'arch all 100\narch %s 200\n' "$arch"
+	}
+	feed_conf "$work/feed1" >"$work/opkg.conf"
+	run_opkg -f "$work/opkg.conf" update
+	check feed.update.signature-passed "Signature check passed." "$(grep -o 'Signature check passed.' "$work/opkg.out")"
+	run_opkg -f "$work/opkg.conf" install solowg
+	installed_checks feed.install v1
+	feed_conf "$work/feed2" >"$work/opkg.conf"
+	run_opkg -f "$work/opkg.conf" update
+	run_opkg -f "$work/opkg.conf" list-upgradable
+	check feed.upgradable "solowg - $(sed -n 's/^Version: //p' "$work/v1.control/control") - $(sed -n 's/^Version: //p' "$work/v2.control/control")" \
+		"$(grep '^solowg ' "$work/opkg.out")"
+	run_opkg -f "$work/opkg.conf" upgrade solowg
+	installed_checks feed.upgrade v2
+	run_opkg -f "$work/opkg.conf" remove solowg
+	removed_checks feed.remove ""
+	run_opkg -f "$work/opkg.conf" install solowg
+	installed_checks feed.reinstall v2
+	# A feed whose Packages changed after signing is refused: the list is dropped.
+	cp -r "$work/feed2" "$work/feed3"
+	sed -i 's/^Description: .*/Description:  changed/' "$work/feed3/Packages"
+	feed_conf "$work/feed3" >"$work/opkg.conf"
+	run_opkg -f "$work/opkg.conf" update || true
+	check feed.tampered.refused "Signature check failed. no-list" \
+		"$(grep -o 'Signature check failed.' "$work/opkg.out") $([[ -e $root/var/opkg-lists/solowg ]] && echo list-kept || echo no-list)"
+	check feed.offline.no-ubus-or-killall "" "$(cat "$CALLS")"
+else
+	echo "NOTICE: OPKG given without USIGN: the signed feed part is skipped"
+fi
+
 # ---- the postinst part alone on a running router (IPKG_INSTROOT empty), under busybox sh
 # default_postinst sources it with base-files' functions loaded; these stand in for the three
 # it uses, over the sections in $SECTIONS ("name=proto ..."), and record config_load.
@@ -319,6 +399,34 @@ $status" "$(cat "$CALLS")"
 		"$(live_part "" "" 1)"
 	check live.first-install.calls "$hup
 $handlers" "$(cat "$CALLS")"
+	# Upgrades: apk runs no pre-deinstall and starts the service before this part, which
+	# procd ignores while the old daemon runs: the part restarts a running service. With opkg
+	# the old prerm has stopped it (not running: no restart; default_postinst starts it).
+	# /etc/init.d/solowg is a recorder, mounted over /etc/init.d in a mount namespace of this
+	# test's own.
+	cat >"$work/init-recorder" <<'STANDIN'
+#!/bin/sh
+echo "init.d/solowg $*" >>"$CALLS"
+[ "$1" != running ] || [ -n "$RUNNING" ]
+STANDIN
+	chmod 755 "$work/init-recorder"
+	live_upgrade() { # live_upgrade PKG_UPGRADE RUNNING: the init script's calls
+		: >"$CALLS"
+		# shellcheck disable=SC2016 # expanded by the inner shells
+		PKG_UPGRADE=$1 RUNNING=$2 unshare -m --propagation private sh -c '
+			mount -t tmpfs tmpfs /etc/init.d && cp "$1" /etc/init.d/solowg &&
+			env -u IPKG_INSTROOT PATH="$2:$PATH" KNOWN=1 UP_IFACES="wg0 wg1" SECTIONS="wg0=solowg wg1=solowg" \
+				busybox sh -c ". \"\$1\"; . \"\$2\"" sh "$3" "$4"' \
+			sh "$work/init-recorder" "$work/bin" "$work/functions.sh" "$work/v1.control/postinst-pkg" >/dev/null
+		grep '^init.d/' "$CALLS" | tr '\n' ' ' | sed 's/ $//'
+	}
+	if [[ $(id -u) -eq 0 ]] && unshare -m true 2>/dev/null; then
+		check live.apk-upgrade.restarts "init.d/solowg running init.d/solowg restart" "$(live_upgrade 1 1)"
+		check live.opkg-upgrade.stopped-no-restart "init.d/solowg running" "$(live_upgrade 1 "")"
+		check live.first-install.no-restart "" "$(live_upgrade 0 1)"
+	else
+		echo "NOTICE: not root or no mount namespace: the live upgrade restart checks are skipped"
+	fi
 else
 	echo "NOTICE: no busybox; the live-mode checks of the postinst part are skipped"
 fi
