@@ -27,16 +27,8 @@ repo=$(cd -- "$here/../.." && pwd)
 shared=${OPENWRT_SRC:-$repo/../shared/openwrt-src}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-pass=0 fail=0
-check() { # NAME EXPECTED ACTUAL
-	if [[ $2 == "$3" ]]; then
-		pass=$((pass + 1))
-		echo "PASS $1"
-	else
-		fail=$((fail + 1))
-		printf 'FAIL %s\n  expected: %s\n  actual:   %s\n' "$1" "${2//$'\n'/ | }" "${3//$'\n'/ | }"
-	fi
-}
+# shellcheck source=tests/openwrt/check.sh
+. "$here/check.sh"
 
 # ---- a build tree: TOPDIR with the stand-in includes, feeds/solowg linked (src-link)
 top=$work/openwrt
@@ -330,5 +322,4 @@ if [[ -n $luci ]]; then
 	fi
 fi
 
-echo "$pass passed, $fail failed"
-[[ $fail -eq 0 ]]
+checks_done

@@ -15,16 +15,8 @@ command -v busybox >/dev/null || {
 	echo "0 passed, 0 failed, 1 skipped"
 	exit 0
 }
-pass=0 fail=0
-check() { # NAME EXPECTED ACTUAL
-	if [[ $2 == "$3" ]]; then
-		pass=$((pass + 1))
-		echo "PASS $1"
-	else
-		fail=$((fail + 1))
-		printf 'FAIL %s\n  expected: %s\n  actual:   %s\n' "$1" "$2" "$3"
-	fi
-}
+# shellcheck source=tests/openwrt/check.sh
+. "$root/tests/openwrt/check.sh"
 
 # Runs start_service with the given main options (NAME=VALUE ...); prints the recorded calls.
 run_init() {
@@ -125,5 +117,4 @@ else
 	echo "SKIPPED reload.*: jshn not found next to SOLOWG_UCI_BIN (tests/uci/build-uci.sh builds it)"
 fi
 
-printf '%d passed, %d failed\n' "$pass" "$fail"
-[[ $fail -eq 0 ]]
+checks_done

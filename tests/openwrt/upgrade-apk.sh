@@ -26,16 +26,8 @@ if [[ -z ${APK:-} ]]; then
 fi
 work=$(mktemp -d)
 trap '[[ -n ${KEEP:-} ]] || rm -rf "$work"' EXIT
-pass=0 fail=0
-check() { # NAME EXPECTED ACTUAL
-	if [[ $2 == "$3" ]]; then
-		pass=$((pass + 1))
-		echo "PASS $1"
-	else
-		fail=$((fail + 1))
-		printf 'FAIL %s\n  expected: %s\n  actual:   %s\n' "$1" "${2//$'\n'/ | }" "${3//$'\n'/ | }"
-	fi
-}
+# shellcheck source=tests/openwrt/check.sh
+. "$here/check.sh"
 sha() { sha256sum <"$1" | cut -d' ' -f1; }
 
 # ---- two builds: the second with another daemon binary, release and default config
@@ -145,5 +137,4 @@ openssl ecparam -name prime256v1 -genkey -noout -out "$work/other.pem" 2>/dev/nu
 "$APK" mkndx --allow-untrusted --sign-key "$work/other.pem" -o "$work/feed4/packages.adb" "$work/feed4"/*.apk >/dev/null
 check other-key.refused "UNTRUSTED signature" "$(refused "$work/feed4")"
 
-echo "$pass passed, $fail failed"
-[[ $fail -eq 0 ]]
+checks_done

@@ -66,16 +66,8 @@ opkg=$OPKG
 base_files=${BASE_FILES:-}
 work=$(mktemp -d)
 trap '[[ -n ${KEEP:-} ]] || rm -rf "$work"' EXIT
-pass=0 fail=0
-check() { # NAME EXPECTED ACTUAL
-	if [[ $2 == "$3" ]]; then
-		pass=$((pass + 1))
-		echo "PASS $1"
-	else
-		fail=$((fail + 1))
-		printf 'FAIL %s\n  expected: %s\n  actual:   %s\n' "$1" "${2//$'\n'/ | }" "${3//$'\n'/ | }"
-	fi
-}
+# shellcheck source=tests/openwrt/check.sh
+. "$here/check.sh"
 
 # ---- the two versions
 binary=$repo/target/openwrt/$arch/solowg
@@ -431,5 +423,4 @@ else
 	echo "NOTICE: no busybox; the live-mode checks of the postinst part are skipped"
 fi
 
-echo "$pass passed, $fail failed"
-[[ $fail -eq 0 ]]
+checks_done
