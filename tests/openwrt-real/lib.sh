@@ -60,6 +60,8 @@ ow_wait() {
 
 ow_cleanup() {
 	local r p ns
+	# Best effort: a process already gone is no error (and errexit would end the trap).
+	set +e
 	for r in "${!OW_PID1[@]}"; do
 		p=${OW_PID1[$r]}
 		[[ -n $p ]] && kill -KILL "$p" 2>/dev/null

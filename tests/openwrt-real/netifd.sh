@@ -120,6 +120,13 @@ check boot.both-up "wg0 and wg1 not both up within 20 s of boot" ow_wait 20 eval
 echo "# boot to both tunnels: $((SECONDS - t0)) s"
 [[ $OW_FAIL == 0 ]] || ow_die "the router did not come up; later checks would only repeat it"
 
+# What netifd learnt from the handler's init_config: the options it declares (what LuCI and
+# netifd's change detection see; no private_key, which netifd would put on the handler's
+# command line) and its flags.
+handler=$(r ubus call network get_proto_handlers | jq -S -c '.solowg')
+want='{"force_link_default":false,"immediate":false,"init_available":true,"last_error":false,"no_device":true,"no_task":true,"renew_available":true,"teardown_on_l3_link_down":true,"validate":{"addresses":"list(string)","fwmark":"string","ip6prefix":"list(string)","listen_port":"uinteger","mtu":"uinteger","nohostroute":"bool","tunlink":"string"}}'
+check handler.declared "netifd sees the handler as $handler, not $want" test "$handler" = "$want"
+
 # The key netifd's parallel setups (wg0 and wg1 together at boot) generated for wg1.
 K1=$(r uci -q get network.wg1.private_key || true)
 check key.saved "no private_key saved for the keyless wg1" test -n "$K1"
@@ -185,10 +192,19 @@ ping_pid=$!
 OW_BG+=("$ping_pid")
 sleep 1
 r sh -c "s=\$(uci add network solowg_wg0) && uci set network.\$s.public_key='${PUB[c]}' &&
-	uci add_list network.\$s.allowed_ips='${IN4[c]}/32' && uci set network.\$s.endpoint_host=10.231.0.2 &&
+	uci add_list network.\$s.allowed_ips='${IN4[c]}/32' && uci add_list network.\$s.allowed_ips=10.240.0.0/24 &&
+	uci set network.\$s.route_allowed_ips=1 && uci set network.\$s.endpoint_host=10.231.0.2 &&
 	uci set network.\$s.endpoint_port=${PORT[c]} && uci commit network && reload_config"
 wgp_up c "$(wg pubkey <<<"${KEY[wg0]}")" 51820 10.232.0.1
+# c also serves 10.240.0.0/24, outside wg0's subnet: reachable only through the route the
+# handler announces when netifd renews wg0 (the init script's reload asks for it).
+ip -n "$NP" addr add 10.240.0.3/32 dev "${WGP[c]}"
+ip -n "$NP" rule add from 10.240.0.3 table "${TABLE[c]}"
 check apply.new-peer "the added peer gets no answer within 10 s of reload_config" ow_wait 10 ping_c
+route_c() { r ip route show 10.240.0.0/24 | grep -q "dev wg0"; }
+check apply.route-announced "no route to the added peer's 10.240.0.0/24 via wg0 within 10 s (renew): $(r ip route)" \
+	ow_wait 10 route_c
+check apply.route-used "10.240.0.3 not reached through the announced route" ping1 10.240.0.3
 wait "$ping_pid" || true
 loss=$(sed -n 's/.* \([0-9.]*\)% packet loss.*/\1/p' "$OW_TMP/ping-apply.txt")
 check apply.no-ping-lost "pings over wg0 lost during Save & Apply: $(grep -E 'packet loss' "$OW_TMP/ping-apply.txt")" test "$loss" = 0
