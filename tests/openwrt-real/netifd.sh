@@ -23,6 +23,10 @@ ow_netns "$NR"
 ow_netns "$NP"
 ip link add rwan netns "$NR" type veth peer name pwan netns "$NP"
 ip -n "$NP" addr add 10.231.0.2/24 dev pwan
+# wg1's peer by name (the router's /etc/hosts), at an address beyond the WAN gateway: the
+# daemon resolves it and asks netifd itself for the endpoint's host route (notify_proto,
+# which the ACL grants; netifd makes none for an address on a connected subnet).
+ip -n "$NP" addr add 10.99.0.12/32 dev pwan
 ip -n "$NP" link set pwan up
 
 # The peer side: wireguard-go interfaces (names unique to this run: their UAPI sockets are in
@@ -63,6 +67,7 @@ config interface 'wan'
 	option proto 'static'
 	option ipaddr '10.231.0.1'
 	option netmask '255.255.255.0'
+	option gateway '10.231.0.2'
 
 config interface 'wg0'
 	option proto 'solowg'
@@ -85,9 +90,10 @@ config interface 'wg1'
 config solowg_wg1
 	option public_key '${PUB[b]}'
 	list allowed_ips '${IN4[b]}/32'
-	option endpoint_host '10.231.0.2'
+	option endpoint_host 'peer-b.test'
 	option endpoint_port '${PORT[b]}'
 CFG
+echo "10.99.0.12 peer-b.test" >>"$OW_TMP/r/root/etc/hosts"
 
 r() { ow_in r "$@"; }
 up() { r ubus call "network.interface.$1" status 2>/dev/null | jq -e '.up == true' >/dev/null; }
@@ -144,6 +150,9 @@ wgp_up a "$(wg pubkey <<<"${KEY[wg0]}")" 51820 10.232.0.1
 wgp_up b "$P1" 51822 10.233.0.1
 check ping.wg0 "no ping over wg0 within 10 s" ow_wait 10 ping_a
 check ping.wg1 "no ping over wg1 (generated key) within 10 s" ow_wait 10 ping_b
+host_route_b() { r ip route show 10.99.0.12 | grep -q "via 10.231.0.2 dev rwan"; }
+check dns.host-route "no host route to wg1's endpoint learnt from DNS (the daemon's notify_proto): $(r logread | grep -m1 'host route')" \
+	ow_wait 5 host_route_b
 
 # As the package runs it: procd's child, user solowg (820), CAP_NET_ADMIN and
 # CAP_NET_BIND_SERVICE only, no_new_privs, its system-call filter.
