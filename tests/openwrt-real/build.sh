@@ -102,14 +102,17 @@ archive() {
 	(ARCHIVE=$1; . "$(recipe_file "$1")"; [[ -z $ARCHIVE ]] || echo "$SRC/$ARCHIVE.tar.gz")
 }
 declare -A KEY=()
-key() { # memoised: archive + recipe + dependencies' keys
+# key NAME: sets KEY[NAME] (memoised, in this shell): archive + recipe + dependencies' keys.
+key() {
 	local n=$1 d k
-	[[ -n ${KEY[$n]:-} ]] && { echo "${KEY[$n]}"; return; }
+	[[ -n ${KEY[$n]:-} ]] && return
 	# shellcheck disable=SC2046 # no archive: no word
 	k=$(sha256sum $(archive "$n") "$(recipe_file "$n")" | cut -c1-64)
-	for d in $(deps "$n"); do k+=" $(key "$d")"; done
+	for d in $(deps "$n"); do
+		key "$d"
+		k+=" ${KEY[$d]}"
+	done
 	KEY[$n]=$(sha256sum <<<"$k" | cut -c1-64)
-	echo "${KEY[$n]}"
 }
 
 # The requested components and their dependencies, dependencies first.
@@ -132,7 +135,8 @@ for c in "${want[@]}"; do visit "$c"; done
 
 total_start=$SECONDS
 for c in "${order[@]}"; do
-	k=$(key "$c")
+	key "$c"
+	k=${KEY[$c]}
 	if [[ -f $CACHE/stamps/$c && $(cat "$CACHE/stamps/$c") == "$k" ]]; then
 		echo "build.sh: $c: cached"
 		continue
