@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by the OpenWrt package tests: `check NAME EXPECTED ACTUAL` prints PASS or FAIL
 # (with both values, newlines shown as " | "), `checks_done` the tally and the exit status.
 pass=0 fail=0

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The solowg .apk with the real apk-tools 3.0.6 (OpenWrt 25.12's package manager, built from
-# ../shared/openwrt-src by tests/openwrt-real/build-pkgtools.sh): a local repository whose
+# ../shared/openwrt-src by tests/openwrt-real/build.sh): a local repository whose
 # packages.adb is signed with an ECDSA key (apk mkndx --sign-key, as OpenWrt signs its
 # feeds), the public key in the root's /etc/apk/keys; then update, add, upgrade to the next
 # build (another daemon binary, the next release, a changed default /etc/config/solowg),
@@ -20,9 +20,9 @@ here=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd -- "$here/../.." && pwd)
 arch=${ARCH:-mipsel_24kc}
 if [[ -z ${APK:-} ]]; then
-	tools=$(bash "$repo/tests/openwrt-real/build-pkgtools.sh" apk-tools) ||
+	prefix=$(bash "$repo/tests/openwrt-real/build.sh" apk-tools | tail -n 1) ||
 		{ echo "FAIL: apk-tools does not build (above)"; exit 1; }
-	APK=${tools#apk-tools=}/bin/apk
+	APK=$prefix/bin/apk
 fi
 work=$(mktemp -d)
 trap '[[ -n ${KEEP:-} ]] || rm -rf "$work"' EXIT

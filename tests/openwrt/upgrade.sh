@@ -15,7 +15,7 @@
 # has been saved in it.
 #
 # opkg and usign are the real ones, opkg-lede and usign built from ../shared/openwrt-src by
-# tests/openwrt-real/build-pkgtools.sh (OPKG=/path/to/opkg-cl runs another; USIGN=/path/to/usign
+# tests/openwrt-real/build.sh (OPKG=/path/to/opkg-cl runs another; USIGN=/path/to/usign
 # with it for the signed feed). The first runs install the .ipk files directly, as an image
 # build does; the last goes through a signed feed (update, install, upgrade, remove, install
 # again, and a tampered list refused). base-files' /lib/functions.sh is a stand-in,
@@ -57,10 +57,10 @@ repo=$(cd -- "$here/../.." && pwd)
 arch=${ARCH:-mipsel_24kc}
 # The real opkg-lede and usign, built from ../shared/openwrt-src (tests/openwrt-real/).
 if [[ -z ${OPKG:-} ]]; then
-	tools=$(bash "$repo/tests/openwrt-real/build-pkgtools.sh" opkg-lede usign) ||
+	prefix=$(bash "$repo/tests/openwrt-real/build.sh" opkg-lede usign | tail -n 1) ||
 		{ echo "FAIL: opkg-lede or usign does not build (above)"; exit 1; }
-	OPKG=$(sed -n 's/^opkg-lede=//p' <<<"$tools")/bin/opkg-cl
-	USIGN=$(sed -n 's/^usign=//p' <<<"$tools")/bin/usign
+	OPKG=$prefix/bin/opkg-cl
+	USIGN=$prefix/bin/usign
 fi
 opkg=$OPKG
 base_files=${BASE_FILES:-}

@@ -1,9 +1,8 @@
-# shellcheck shell=bash disable=SC2034,SC2154 # sourced by build-pkgtools.sh, which sets prefix, jobs, dep_NAME
-# usign: signs and verifies opkg feeds (Packages.sig) with Ed25519 keys. Built with its own
-# base64 code (USE_LIBUBOX off), as OpenWrt's host build does.
-deps=()
-build() {
-	cmake -S . -B build -DCMAKE_INSTALL_PREFIX="$prefix" -DCMAKE_BUILD_TYPE=Release &&
-		make -C build -j"$jobs" && make -C build install
+# shellcheck shell=bash disable=SC2034 # a recipe: DEPS and ARCHIVE are read by build.sh
+# usign: signs and verifies opkg feeds (Packages.sig) with Ed25519 keys; its own base64 code
+# (USE_LIBUBOX off), as OpenWrt's host build has it.
+DEPS=""
+recipe_build() {
+	cmake_install -DUSE_LIBUBOX=OFF
+	{ "$PREFIX/bin/usign" 2>&1 || true; } | grep -q '^Usage'
 }
-check() { { "$prefix/bin/usign" 2>&1 || true; } | grep -q '^Usage'; }
