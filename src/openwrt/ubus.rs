@@ -79,6 +79,31 @@ pub enum Status {
     SystemError = 13,
 }
 
+/// What the `ubus` CLI prints for a status code, for logs; the number for one outside the
+/// protocol's list.
+pub fn status_text(status: u32) -> std::borrow::Cow<'static, str> {
+    const TEXT: [&str; 14] = [
+        "Success",
+        "Invalid command",
+        "Invalid argument",
+        "Method not found",
+        "Not found",
+        "No response",
+        "Permission denied",
+        "Request timed out",
+        "Operation not supported",
+        "Unknown error",
+        "Connection failed",
+        "Out of memory",
+        "Parsing message data failed",
+        "System error",
+    ];
+    match TEXT.get(status as usize) {
+        Some(t) => std::borrow::Cow::Borrowed(t),
+        None => std::borrow::Cow::Owned(format!("status {status}")),
+    }
+}
+
 /// Declared type of a method argument (what `ubus -v list` shows), each blobmsg type a
 /// policy may name.
 #[allow(dead_code)]
@@ -1002,6 +1027,16 @@ mod tests {
         let mut s = Vec::new();
         put_blob_u32(&mut s, ATTR_STATUS, st);
         frame(MSG_STATUS, seq, 0, &s)
+    }
+
+    #[test]
+    fn status_texts() {
+        assert_eq!(
+            status_text(Status::PermissionDenied as u32),
+            "Permission denied"
+        );
+        assert_eq!(status_text(Status::SystemError as u32), "System error");
+        assert_eq!(status_text(99), "status 99");
     }
 
     /// Our own call (netifd's notify_proto): LOOKUP of the path, INVOKE of the id it gave,

@@ -148,7 +148,7 @@ wgp_up b "$P1" 51822 10.233.0.1
 check ping.wg0 "no ping over wg0 within 10 s" ow_wait 10 ping_a
 check ping.wg1 "no ping over wg1 (generated key) within 10 s" ow_wait 10 ping_b
 host_route_b() { r ip route show 10.99.0.12 | grep -q "via 10.231.0.2 dev rwan"; }
-check dns.host-route "no host route to wg1's endpoint learnt from DNS (the daemon's notify_proto): $(r logread | grep -m1 'host route')" \
+check dns.host-route "no host route to wg1's endpoint learnt from DNS (the daemon's notify_proto): $(r logread | grep -m1 -e 'host route' -e 'notify_proto')" \
 	ow_wait 5 host_route_b
 
 # As the package runs it: procd's child, user solowg (820), CAP_NET_ADMIN and

@@ -12,7 +12,7 @@ use crate::log;
 use crate::openwrt::blobmsg::Value;
 use crate::openwrt::config::InterfaceConfig;
 use crate::openwrt::dns::{self, DnsSockets, Endpoints, Resolver};
-use crate::openwrt::ubus::{Event, UbusClient};
+use crate::openwrt::ubus::{self, Event, UbusClient};
 use crate::proto::peer::base64;
 use crate::proto::timers::REJECT_AFTER_TIME;
 use crate::sys::event_loop::{Control, Daemon, CONTROL_TOKEN};
@@ -129,7 +129,8 @@ impl Managed {
                 } => {
                     if status != 0 {
                         log::error(format_args!(
-                            "ubus: {path} {method} failed with status {status}"
+                            "ubus: {path} {method} refused: {} ({status})",
+                            ubus::status_text(status)
                         ));
                     }
                 }
