@@ -201,8 +201,10 @@ done
 iperf_wait reload
 check "reload.transfer-completed ($IP_MBPS vs $BASE_MBPS Mbit/s)" "8 s under reloads moved less than 4 s unloaded" \
 	test "$IP_RC" -eq 0 -a "$IP_RECV" -ge "$BASE_RECV"
+# A storm is thousands; undisturbed 3-4 s runs here showed up to 200 (and often 0), hence
+# the allowance of 1000 over 4x the baseline.
 check "reload.no-retransmission-storm ($IP_RETR vs $BASE_RETR unloaded)" "too many retransmissions" \
-	test "$IP_RETR" -le $((BASE_RETR * 4 + 200))
+	test "$IP_RETR" -le $((BASE_RETR * 4 + 1000))
 changes() {
 	[[ $(peer_of b latest_handshake) == "$hs_b" && $(npeers) == 2 ]] &&
 		peer_of c allowed_ips | grep -q 10.202.7.0/24 && [[ $(peer_of c description) == changed ]]
