@@ -159,8 +159,8 @@ nt_impl_available() {
 # SOLOWG_EMULATOR: words put before the solowg binary where nt_start_daemon starts it, e.g.
 # "qemu-mips -cpu 24Kc" for the big-endian OpenWrt build (tests/mips-user/run.sh); empty:
 # it runs natively. qemu-user (and strace) pass signals and the exit status through, so the
-# checks need no change. Scripts that start solowg themselves (wg-quick.sh, openwrt.sh,
-# faults.sh, demo.sh) ignore it.
+# checks need no change. Scripts that start solowg themselves (wg-quick.sh, demo.sh)
+# ignore it.
 read -r -a NT_SOLOWG_EMULATOR <<<"${SOLOWG_EMULATOR:-}"
 
 nt_require_impl() {
@@ -376,25 +376,6 @@ nt_linkdel_daemon() {
 }
 
 # nt_genkey NAME: NAME.key / NAME.pub in the temp dir.
-# nt_openwrt_setup [TOOL...]: the start of an OpenWrt-mode test (openwrt.sh, faults.sh):
-# namespaces, the real uci, ubusd and ubus CLI (SOLOWG_UCI_BIN, SOLOWG_UBUSD,
-# SOLOWG_UBUS_CLIENT), jshn built next to uci, the ubus CLI as `ubus` in $NT_TMP/bin, and
-# the extra TOOLs the caller needs. Sets UCI, UBUSD, UBUS, SOLOWG and JSHN_DIR.
-nt_openwrt_setup() {
-	UCI=${SOLOWG_UCI_BIN:-uci}
-	UBUSD=${SOLOWG_UBUSD:-ubusd}
-	UBUS=${SOLOWG_UBUS_CLIENT:-ubus-client}
-	nt_setup
-	nt_require_tools iperf3 jq busybox "$@" "$UCI" "$UBUSD" "$UBUS"
-	nt_require_impl solowg
-	nt_make_netns || nt_die "could not build the namespaces"
-	SOLOWG=$(nt_impl_bin solowg)
-	JSHN_DIR=$(dirname "$(command -v "$UCI")")
-	[[ -x $JSHN_DIR/jshn ]] || nt_die "jshn not built next to $UCI (tests/uci/build-uci.sh needs libjson-c-dev)"
-	mkdir -p "$NT_TMP/bin"
-	ln -sf "$(command -v "$UBUS")" "$NT_TMP/bin/ubus"
-}
-
 nt_genkey() {
 	(
 		umask 077

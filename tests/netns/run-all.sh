@@ -52,14 +52,8 @@ for u in "${impls[@]}"; do
 	[[ $u == solowg ]] && add_entry offline-peers "$u"
 	[[ $u == solowg ]] && add_entry shaped-link "$u"
 done
-# OpenWrt mode (UCI, ubus, the netifd handler) is solowg's own.
-for u in "${impls[@]}"; do
-	[[ $u == solowg ]] && add_entry openwrt
-done
-# Faults under traffic and the secrets check (managed mode with UCI and ubus, as openwrt).
-for u in "${impls[@]}"; do
-	[[ $u == solowg ]] && add_entry faults
-done
+# OpenWrt mode (UCI, ubus, the netifd handler, faults under traffic) runs on OpenWrt's own
+# daemons: tests/openwrt-real/.
 
 out_dir=$(mktemp -d "${TMPDIR:-/tmp}/solowg-run-all.XXXXXX")
 trap 'rm -rf "$out_dir"' EXIT
