@@ -1,9 +1,6 @@
 //! The I/O shell: the one thread's event loop and the operating system calls it needs (TUN,
 //! UDP with GSO/GRO, netlink, signals, epoll). With `crypto`'s assembly glue, the only
 //! layer allowed `unsafe`, each use next to a comment saying why std has no safe call for it.
-//!
-//! `main.rs` beside this file is the binary's C entry point (Cargo.toml's `[[bin]]`), not a
-//! module of the library.
 
 pub mod batch;
 pub mod event_loop;
