@@ -3,6 +3,7 @@
 //! batches and does every step of every packet itself. There is no other thread, so there
 //! are no queues, locks or wake-ups between threads.
 
+use crate::daemon::stats::{self, Stats};
 use crate::log;
 use crate::proto::device::{Device, DropReason, Verdict};
 use crate::proto::endpoint;
@@ -13,10 +14,9 @@ use crate::sys::netlink::{LinkEvent, LinkMonitor};
 use crate::sys::offload;
 use crate::sys::poller::{Interest, Poller, Registry};
 use crate::sys::signals::SignalFd;
-use crate::sys::stats::{self, Stats};
 use crate::sys::tun::Tun;
 use crate::sys::udp::{self, UdpPair};
-use std::io::{self, Read, Write};
+use std::io;
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsFd;
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -284,7 +284,7 @@ impl Io {
         }
         stats::add(&self.stats.tun_writes, 1);
         stats::add(&self.stats.tun_tx_packets, 1);
-        if let Err(e) = self.tun.file().write(&buf[from..start + len]) {
+        if let Err(e) = self.tun.write(&buf[from..start + len]) {
             if e.kind() != io::ErrorKind::WouldBlock {
                 log::verbose(format_args!("TUN write failed: {e}"));
             }

@@ -3,6 +3,7 @@
 //! one datagram per message.
 
 use super::*;
+use std::io::IoSliceMut;
 
 /// Space after a TUN packet in its slot: padding to 16 plus the tag.
 pub(super) const TX_TAILROOM: usize = 32;
@@ -77,26 +78,8 @@ impl TxBatch {
 }
 
 /// One TUN read into `head` and, past its end, `spill` (readv); returns the bytes read.
-#[allow(unsafe_code)] // readv has no safe std API for a raw fd
 fn read_tun_split(tun: &Tun, head: &mut [u8], spill: &mut [u8]) -> io::Result<usize> {
-    use std::os::fd::AsRawFd;
-    let iov = [
-        libc::iovec {
-            iov_base: head.as_mut_ptr() as *mut libc::c_void,
-            iov_len: head.len(),
-        },
-        libc::iovec {
-            iov_base: spill.as_mut_ptr() as *mut libc::c_void,
-            iov_len: spill.len(),
-        },
-    ];
-    // SAFETY: both iovecs point into live, exclusively borrowed buffers of the stated sizes.
-    let r = unsafe { libc::readv(tun.file().as_raw_fd(), iov.as_ptr(), 2) };
-    if r < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(r as usize)
-    }
+    tun.read_vectored(&mut [IoSliceMut::new(head), IoSliceMut::new(spill)])
 }
 
 /// One TUN read scattered for a super-packet of `hdr`-byte headers and `mss`-byte
@@ -104,7 +87,6 @@ fn read_tun_split(tun: &Tun, head: &mut [u8], spill: &mut [u8]) -> io::Result<us
 /// `first` (where a plain packet lands too), each later segment's payload into the next
 /// slot after room for its headers, and what does not fit into `spill` from `at` on.
 /// Returns the bytes read.
-#[allow(unsafe_code)] // readv has no safe std API for a raw fd
 fn read_tun_scatter(
     tun: &Tun,
     tx: &mut TxBatch,
@@ -112,39 +94,21 @@ fn read_tun_scatter(
     (hdr, mss): (usize, usize),
     at: usize,
 ) -> io::Result<usize> {
-    use std::os::fd::AsRawFd;
-    let (slot_len, vh) = (tx.slot_len, offload::VNET_HDR_LEN);
-    // SAFETY: iovec is plain data; zeroed is valid.
-    let mut iov: [libc::iovec; BATCH + 1] = unsafe { std::mem::zeroed() };
-    let base = tx.arena.as_mut_ptr();
+    let vh = offload::VNET_HDR_LEN;
+    let mut iov: [IoSliceMut<'_>; BATCH + 1] = std::array::from_fn(|_| IoSliceMut::new(&mut []));
+    let slots = tx.arena.chunks_exact_mut(tx.slot_len).skip(first);
     let mut n = 0;
-    for s in first..first + scatter_slots(first, (hdr, mss)) {
-        let (off, len) = if s == first {
-            (s * slot_len + HEADROOM - vh, vh + hdr + mss)
+    // Indexing a slot panics if a segment would not fit it, as the arena's bounds demand.
+    for (k, slot) in slots.take(scatter_slots(first, (hdr, mss))).enumerate() {
+        iov[n] = IoSliceMut::new(if k == 0 {
+            &mut slot[HEADROOM - vh..HEADROOM + hdr + mss]
         } else {
-            (s * slot_len + HEADROOM + hdr, mss)
-        };
-        assert!(off + len <= (s + 1) * slot_len, "a segment fits its slot");
-        iov[n] = libc::iovec {
-            // SAFETY: off + len lies inside the arena (asserted against its slot).
-            iov_base: unsafe { base.add(off) } as *mut libc::c_void,
-            iov_len: len,
-        };
+            &mut slot[HEADROOM + hdr..HEADROOM + hdr + mss]
+        });
         n += 1;
     }
-    let spill = &mut tx.spill[at..];
-    iov[n] = libc::iovec {
-        iov_base: spill.as_mut_ptr() as *mut libc::c_void,
-        iov_len: spill.len(),
-    };
-    // SAFETY: every iovec points into the arena or the spill buffer, both exclusively
-    // borrowed through `tx` for the call, and no two overlap.
-    let r = unsafe { libc::readv(tun.file().as_raw_fd(), iov.as_ptr(), n as libc::c_int + 1) };
-    if r < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(r as usize)
-    }
+    iov[n] = IoSliceMut::new(&mut tx.spill[at..]);
+    tun.read_vectored(&mut iov[..=n])
 }
 
 /// Segments the largest super-packet of a layout has.
@@ -208,11 +172,7 @@ impl Io {
         for i in 0..BATCH {
             let slot = &mut tx.arena[i * slot_len..(i + 1) * slot_len];
             stats::add(&self.stats.tun_reads, 1);
-            let n = match self
-                .tun
-                .file()
-                .read(&mut slot[HEADROOM..slot_len - TX_TAILROOM])
-            {
+            let n = match self.tun.read(&mut slot[HEADROOM..slot_len - TX_TAILROOM]) {
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     more = false;
