@@ -505,28 +505,7 @@ impl Io {
                         .map(|s| batch::send_segments(s, Some(to), segs, seg));
                 }
                 if let Some(Err(e)) = sent {
-                    let one_by_one = if gso_unsupported(&e) {
-                        log::info(format_args!(
-                            "UDP GSO unavailable ({e}), sending datagrams one by one \
-                             (up to {} per call)",
-                            batch::MAX_SEGMENTS
-                        ));
-                        self.gso = false;
-                        true
-                    } else if e.raw_os_error() == Some(libc::EMSGSIZE) {
-                        // The path MTU is below our datagram size: GSO refuses to build
-                        // fragments, single sends let the kernel fragment as usual.
-                        log::verbose(format_args!(
-                            "UDP GSO refused {seg}-byte segments to {to} ({e})"
-                        ));
-                        self.gso_max_seg = seg - 1;
-                        true
-                    } else {
-                        // Full socket buffer: dropped, as a congested link would.
-                        stats::add(&self.stats.udp_tx_dropped, (k - j) as u64);
-                        false
-                    };
-                    if one_by_one {
+                    if self.gso_refused(&e, seg, to, k - j) {
                         self.send_each(tx, j, k, now);
                     }
                 }
@@ -536,6 +515,32 @@ impl Io {
                 self.send_udp(to, slot(i, len));
             }
             j = k;
+        }
+    }
+
+    /// What a refused GSO send of `n` `seg`-byte datagrams to `to` means: true if they are
+    /// to go out one by one (GSO does not work here, or the path MTU is below `seg`), false
+    /// if they are dropped (a full socket buffer, as a congested link would drop them).
+    #[cold]
+    fn gso_refused(&mut self, e: &io::Error, seg: usize, to: SocketAddr, n: usize) -> bool {
+        if gso_unsupported(e) {
+            log::info(format_args!(
+                "UDP GSO unavailable ({e}), sending datagrams one by one (up to {} per call)",
+                batch::MAX_SEGMENTS
+            ));
+            self.gso = false;
+            true
+        } else if e.raw_os_error() == Some(libc::EMSGSIZE) {
+            // The path MTU is below our datagram size: GSO refuses to build fragments,
+            // single sends let the kernel fragment as usual.
+            log::verbose(format_args!(
+                "UDP GSO refused {seg}-byte segments to {to} ({e})"
+            ));
+            self.gso_max_seg = seg - 1;
+            true
+        } else {
+            stats::add(&self.stats.udp_tx_dropped, n as u64);
+            false
         }
     }
 
@@ -553,35 +558,12 @@ impl Io {
             // Datagrams the next UDP send may take (one when the packet path refreshes).
             let mut most = batch::MAX_SEGMENTS;
             if !self.gso {
-                let udp4 = &self.udp4;
-                let ttl = || udp4.ttl().map_or(64, |t| t.min(255) as u8);
-                let me = (self.port, self.fwmark);
-                match self
-                    .packet
-                    .via(first, now, me, ttl, &self.link, &self.ifname)
-                {
-                    Via::Packet(path) => {
-                        let n = out[j..to]
-                            .iter()
-                            .take(batch::MAX_SEGMENTS)
-                            .take_while(|o| o.0 == first && path.fits(o.2))
-                            .count();
-                        let datagrams = out[j..j + n].iter().map(slot);
-                        let sent = (n > 0)
-                            .then(|| self.packet.send(&path, self.port, first, datagrams))
-                            .flatten();
-                        if let Some(sent) = sent {
-                            stats::add(&self.stats.udp_send_calls, 1);
-                            stats::add(&self.stats.udp_tx_datagrams, n as u64);
-                            stats::add(&self.stats.packet_tx_datagrams, n as u64);
-                            let sent = sent.unwrap_or(0);
-                            stats::add(&self.stats.udp_tx_dropped, n.saturating_sub(sent) as u64);
-                            j += n;
-                            continue;
-                        }
+                match self.send_packet_path(tx, j, to, now) {
+                    Ok(n) => {
+                        j += n;
+                        continue;
                     }
-                    Via::UdpOnce => most = 1,
-                    Via::Udp => {}
+                    Err(m) => most = m,
                 }
             }
             let conn = self.conn_for(first);
@@ -632,6 +614,53 @@ impl Io {
             }
             j += n;
         }
+    }
+
+    /// Without GSO: sends the datagrams from `tx.out[j]` on (up to `to`) that go to the same
+    /// endpoint and fit its path through the packet socket, if `packet_paths` has a path
+    /// for it: `Ok` with how many it took, or `Err` with how many the next UDP send may
+    /// take (one when the packet path refreshes).
+    #[inline(always)] // one caller, per batch
+    fn send_packet_path(
+        &mut self,
+        tx: &TxBatch,
+        j: usize,
+        to: usize,
+        now: Instant,
+    ) -> Result<usize, usize> {
+        let (arena, slot_len, out) = (&tx.arena, tx.slot_len, &tx.out);
+        let slot =
+            |&(_, i, len): &(SocketAddr, usize, usize)| &arena[i * slot_len..i * slot_len + len];
+        let first = out[j].0;
+        let udp4 = &self.udp4;
+        let ttl = || udp4.ttl().map_or(64, |t| t.min(255) as u8);
+        let me = (self.port, self.fwmark);
+        let path = match self
+            .packet
+            .via(first, now, me, ttl, &self.link, &self.ifname)
+        {
+            Via::Packet(path) => path,
+            Via::UdpOnce => return Err(1),
+            Via::Udp => return Err(batch::MAX_SEGMENTS),
+        };
+        let n = out[j..to]
+            .iter()
+            .take(batch::MAX_SEGMENTS)
+            .take_while(|o| o.0 == first && path.fits(o.2))
+            .count();
+        let datagrams = out[j..j + n].iter().map(slot);
+        let sent = (n > 0)
+            .then(|| self.packet.send(&path, self.port, first, datagrams))
+            .flatten();
+        let Some(sent) = sent else {
+            return Err(batch::MAX_SEGMENTS);
+        };
+        stats::add(&self.stats.udp_send_calls, 1);
+        stats::add(&self.stats.udp_tx_datagrams, n as u64);
+        stats::add(&self.stats.packet_tx_datagrams, n as u64);
+        let sent = sent.unwrap_or(0);
+        stats::add(&self.stats.udp_tx_dropped, n.saturating_sub(sent) as u64);
+        Ok(n)
     }
 
     /// The slot of the connected socket to send `to`'s data from, opened if need be.
