@@ -1,16 +1,22 @@
 //! solowg: a WireGuard implementation in which one thread does all the work.
 //!
-//! The layers, each a folder, each using only those listed before it:
-//! - [`crypto`]: BLAKE2s, X25519, the CSPRNG and the project's own ChaCha20-Poly1305.
-//! - [`proto`]: the sans-IO protocol core. It takes bytes and `now` and says what to send
-//!   or write; no sockets, no clock reads, no `unsafe`.
-//! - [`sys`]: the I/O shell. One thread, one edge-triggered epoll loop around the TUN
-//!   device, the UDP sockets, the UAPI socket and signals; with `crypto`'s assembly glue,
-//!   the only place where `unsafe` is allowed.
-//! - [`openwrt`]: UCI, ubus, the netifd-facing control object and the DNS resolver.
-//! - [`cli`]: the command line (`solowg`, `solowg show`, `solowg --uci`).
+//! The layers, each a folder, lowest first. A layer uses only the layers listed before it;
+//! `tests/layers.rs` reads this list and fails on any `crate::` or `super::` path in `src/`
+//! that names a layer listed after the file's own.
+//! 1. [`crypto`]: BLAKE2s, X25519, the CSPRNG and the project's own ChaCha20-Poly1305.
+//! 2. [`proto`]: the sans-IO protocol core. It takes bytes and `now` and says what to send
+//!    or write; no sockets, no clock reads, no `unsafe`.
+//! 3. [`sys`]: thin wrappers of the operating system's calls: the TUN device, UDP with
+//!    GSO/GRO, netlink, epoll, signals, the system-call filter, privileges. With `crypto`'s
+//!    assembly glue, the only place where `unsafe` is allowed.
+//! 4. [`daemon`]: the engine. One thread, one edge-triggered epoll loop that moves every
+//!    packet between the TUN device and the UDP sockets through `proto`, serves the UAPI
+//!    socket and opens the interfaces; no `unsafe`.
+//! 5. [`openwrt`]: UCI, ubus, the netifd-facing control object and the DNS resolver.
+//! 6. [`cli`]: the command line (`solowg`, `solowg show`, `solowg --uci`).
 //!
-//! [`log`] is used by every layer and belongs to none.
+//! [`log`] is used by every layer and uses none. The binary's C `main` (`src/main.rs`) hands
+//! its arguments to [`cli`].
 
 // Each layer is public with the `internals` feature (integration tests, fuzz targets,
 // benchmark tools) and crate-private otherwise, so that the compiler reports dead code.
@@ -20,6 +26,10 @@ pub mod cli;
 pub mod crypto;
 #[cfg(not(feature = "internals"))]
 pub(crate) mod crypto;
+#[cfg(feature = "internals")]
+pub mod daemon;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod daemon;
 #[cfg(feature = "internals")]
 pub mod log;
 #[cfg(not(feature = "internals"))]

@@ -8,11 +8,11 @@
 mod keys;
 pub mod show;
 
+use crate::daemon::event_loop::{Daemon, Exit};
+use crate::daemon::iface;
 use crate::log;
 use crate::openwrt::control::{Managed, Options};
 use crate::openwrt::handover;
-use crate::sys::event_loop::{Daemon, Exit};
-use crate::sys::iface;
 use crate::sys::privileges;
 use crate::sys::sched;
 use std::io::{self, BufRead, BufReader, Write};

@@ -5,8 +5,8 @@
 //! `preshared-keys` and `dump` print them, to whoever may read the root-only sockets.
 
 use crate::crypto;
+use crate::daemon::iface;
 use crate::proto::peer::{base64, key_from_base64_into};
-use crate::sys::iface;
 use std::fmt::Write as _;
 use std::io;
 use std::os::fd::AsFd;

@@ -1,13 +1,8 @@
 //! The I/O shell: the one thread's event loop and the operating system calls it needs (TUN,
 //! UDP with GSO/GRO, netlink, signals, epoll). With `crypto`'s assembly glue, the only
 //! layer allowed `unsafe`, each use next to a comment saying why std has no safe call for it.
-//!
-//! `main.rs` beside this file is the binary's C entry point (Cargo.toml's `[[bin]]`), not a
-//! module of the library.
 
 pub mod batch;
-pub mod event_loop;
-pub mod iface;
 pub mod lock;
 pub mod netlink;
 pub mod offload;
@@ -18,7 +13,6 @@ pub mod route_query;
 pub mod sched;
 pub mod seccomp;
 pub mod signals;
-pub mod stats;
 pub mod tun;
 pub mod udp;
 
@@ -86,4 +80,51 @@ pub fn send(
         )
     };
     usize::try_from(n).map_err(|_| std::io::Error::last_os_error())
+}
+
+/// Runs `f` with the process's file-creation mask set to `mask`, then puts the old one back.
+/// The daemon has one thread, so nothing else creates files meanwhile.
+#[allow(unsafe_code)] // umask(2) has no std wrapper
+pub fn with_umask<T>(mask: libc::mode_t, f: impl FnOnce() -> T) -> T {
+    // SAFETY: umask only swaps the process's file-creation mask; it cannot fail.
+    let old = unsafe { libc::umask(mask) };
+    let r = f();
+    // SAFETY: as above.
+    unsafe { libc::umask(old) };
+    r
+}
+
+/// Process helpers for the unit tests of layers that may not use `unsafe` themselves.
+#[cfg(test)]
+pub(crate) mod testing {
+    /// Whether the test runs as root (effective uid 0).
+    #[allow(unsafe_code)] // geteuid(2)
+    pub fn is_root() -> bool {
+        // SAFETY: reads this process's effective uid.
+        unsafe { libc::geteuid() == 0 }
+    }
+
+    /// Runs `f` in a forked child under uid and gid `id` and returns the child's wait status;
+    /// the child exits with what `f` returned, or 3 if it could not change its ids.
+    #[allow(unsafe_code)] // fork(2), setresuid(2), _exit(2) and waitpid(2)
+    pub fn status_in_child_as(id: libc::uid_t, f: impl FnOnce() -> i32) -> i32 {
+        // SAFETY: the child runs `f` and leaves through _exit; the parent waits.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0);
+        if pid == 0 {
+            // SAFETY: integer arguments only.
+            let code = unsafe {
+                if libc::setresgid(id, id, id) != 0 || libc::setresuid(id, id, id) != 0 {
+                    libc::_exit(3);
+                }
+                f()
+            };
+            // SAFETY: ends the child at once.
+            unsafe { libc::_exit(code) };
+        }
+        let mut status = 0;
+        // SAFETY: waits for our own child into a local.
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+        status
+    }
 }

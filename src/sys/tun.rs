@@ -1,5 +1,5 @@
-//! The TUN device, used as a plain non-blocking file, so reads and writes are one syscall
-//! each and need no wrapper.
+//! The TUN device, used as a plain non-blocking file: a read or write, plain or vectored, is
+//! one syscall through std's safe `File` calls.
 //!
 //! First choice: IFF_TUN | IFF_NO_PI | IFF_VNET_HDR with checksum and TCP segmentation
 //! offload (TUNSETOFFLOAD), so the kernel hands us TCP super-packets of up to 64 KiB that we
@@ -10,7 +10,7 @@
 #![allow(unsafe_code)] // ioctls for the device, its offloads and MTU; taking ownership of the fd
 
 use std::fs::File;
-use std::io;
+use std::io::{self, IoSlice, IoSliceMut, Read, Write};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::os::unix::fs::OpenOptionsExt;
 
@@ -113,7 +113,7 @@ impl Tun {
     /// Length of the virtio-net header before every packet read or written (0: none).
     pub fn vnet_hdr_len(&self) -> usize {
         if self.vnet {
-            crate::sys::offload::VNET_HDR_LEN
+            super::offload::VNET_HDR_LEN
         } else {
             0
         }
@@ -123,8 +123,30 @@ impl Tun {
         &self.name
     }
 
-    pub fn file(&self) -> &File {
-        &self.file
+    /// Reads one packet (after its virtio-net header when offload is on); WouldBlock when
+    /// none is waiting.
+    #[inline]
+    pub fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
+        (&self.file).read(buf)
+    }
+
+    /// Writes one packet (after its virtio-net header when offload is on).
+    #[inline]
+    pub fn write(&self, packet: &[u8]) -> io::Result<usize> {
+        (&self.file).write(packet)
+    }
+
+    /// Reads one packet scattered over `bufs` in order (one readv), each filled before the
+    /// next: a super-packet can land in several buffers without a copy.
+    #[inline]
+    pub fn read_vectored(&self, bufs: &mut [IoSliceMut<'_>]) -> io::Result<usize> {
+        (&self.file).read_vectored(bufs)
+    }
+
+    /// Writes one packet gathered from `parts` in order (one writev).
+    #[inline]
+    pub fn write_vectored(&self, parts: &[IoSlice<'_>]) -> io::Result<usize> {
+        (&self.file).write_vectored(parts)
     }
 
     fn ifreq(&self) -> libc::ifreq {

@@ -3,12 +3,12 @@
 
 use super::diff;
 use super::managed::Managed;
+use crate::daemon::event_loop::Daemon;
 use crate::log;
 use crate::openwrt::blobmsg::Value;
 use crate::openwrt::config::InterfaceConfig;
 use crate::openwrt::dns::{self, EndpointResolver};
 use crate::proto::uapi::{PeerChange, SetRequest};
-use crate::sys::event_loop::Daemon;
 use std::net::IpAddr;
 use std::time::Instant;
 

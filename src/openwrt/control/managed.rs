@@ -8,6 +8,8 @@ use super::methods::{table, unix_now};
 // Through the parent's re-exports, which nothing else uses without the `internals` feature.
 use super::{object_spec, OBJECT};
 use crate::crypto::Rng;
+use crate::daemon::event_loop::{Control, Daemon, CONTROL_TOKEN};
+use crate::daemon::iface;
 use crate::log;
 use crate::openwrt::blobmsg::Value;
 use crate::openwrt::config::InterfaceConfig;
@@ -15,8 +17,6 @@ use crate::openwrt::dns::{self, DnsSockets, Endpoints, Resolver};
 use crate::openwrt::ubus::{self, Event, UbusClient};
 use crate::proto::peer::base64;
 use crate::proto::timers::REJECT_AFTER_TIME;
-use crate::sys::event_loop::{Control, Daemon, CONTROL_TOKEN};
-use crate::sys::iface;
 use crate::sys::poller::Interest;
 use std::collections::HashMap;
 use std::io;

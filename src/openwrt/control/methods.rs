@@ -3,14 +3,14 @@
 
 use super::managed::Managed;
 use crate::crypto;
+use crate::daemon::event_loop::Daemon;
+use crate::daemon::iface;
 use crate::log;
 use crate::openwrt::blobmsg::Value;
 use crate::openwrt::config::{self, InterfaceConfig, KeySpec};
 use crate::openwrt::ubus::{ArgType, Method, ObjectSpec, Status, Token};
 use crate::proto::peer::base64;
 use crate::proto::uapi::Key;
-use crate::sys::event_loop::Daemon;
-use crate::sys::iface;
 use std::net::IpAddr;
 use std::time::{SystemTime, UNIX_EPOCH};
 use zeroize::Zeroizing;

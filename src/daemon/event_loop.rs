@@ -3,6 +3,7 @@
 //! batches and does every step of every packet itself. There is no other thread, so there
 //! are no queues, locks or wake-ups between threads.
 
+use crate::daemon::stats::{self, Stats};
 use crate::log;
 use crate::proto::device::{Device, DropReason, Verdict};
 use crate::proto::endpoint;
@@ -13,10 +14,9 @@ use crate::sys::netlink::{LinkEvent, LinkMonitor};
 use crate::sys::offload;
 use crate::sys::poller::{Interest, Poller, Registry};
 use crate::sys::signals::SignalFd;
-use crate::sys::stats::{self, Stats};
 use crate::sys::tun::Tun;
 use crate::sys::udp::{self, UdpPair};
-use std::io::{self, Read, Write};
+use std::io;
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsFd;
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -284,7 +284,7 @@ impl Io {
         }
         stats::add(&self.stats.tun_writes, 1);
         stats::add(&self.stats.tun_tx_packets, 1);
-        if let Err(e) = self.tun.file().write(&buf[from..start + len]) {
+        if let Err(e) = self.tun.write(&buf[from..start + len]) {
             if e.kind() != io::ErrorKind::WouldBlock {
                 log::verbose(format_args!("TUN write failed: {e}"));
             }
@@ -539,83 +539,19 @@ impl Daemon {
     pub fn run(&mut self, mut control: Option<&mut dyn Control>) -> Exit {
         let mut control_ready: Vec<u64> = Vec::with_capacity(8);
         loop {
-            let now = Instant::now();
-            let busy = self.slots().any(|s| s.again.any());
-            let timeout = if busy {
-                Some(Duration::ZERO)
-            } else {
-                let mut t = self.slots().filter_map(|s| s.io.timeout(&s.dev, now)).min();
-                if let Some(c) = control.as_ref().and_then(|c| c.next_deadline()) {
-                    let c = c.saturating_duration_since(now);
-                    t = Some(t.map_or(c, |t| t.min(c)));
+            let timeout = self.timeout(control.as_deref(), Instant::now());
+            let signal = match self.wait(timeout, &mut control_ready) {
+                Ok(signal) => signal,
+                Err(e) => {
+                    log::error(format_args!("epoll_wait failed: {e}"));
+                    return Exit::InterfaceGone(e);
                 }
-                t
             };
-            for s in self.slots.iter_mut().flatten() {
-                s.io.ready = std::mem::take(&mut s.again);
-            }
-            let mut signal = false;
-            control_ready.clear();
-            let slots = &mut self.slots;
-            let waited = self.poller.wait(timeout, |token| {
-                let slot = (token >> SLOT_SHIFT) as usize;
-                if slot == 0 {
-                    if token == SIGNAL_TOKEN {
-                        signal = true;
-                    } else if control_ready.len() < control_ready.capacity() {
-                        control_ready.push(token);
-                    }
-                    return;
-                }
-                let Some(Some(s)) = slots.get_mut(slot - 1) else {
-                    return; // an interface removed earlier in this turn
-                };
-                let r = &mut s.io.ready;
-                match token & ((1 << SLOT_SHIFT) - 1) {
-                    TUN_TOKEN => r.tun = true,
-                    UDP4_TOKEN => r.udp4 = true,
-                    UDP6_TOKEN => r.udp6 = true,
-                    HS4_TOKEN => r.hs4 = true,
-                    HS6_TOKEN => r.hs6 = true,
-                    UAPI_TOKEN => r.uapi = true,
-                    LINK_TOKEN => r.link = true,
-                    t if (CONN_TOKEN..CONN_TOKEN + MAX_CONNS as u64).contains(&t) => {
-                        r.conns |= 1 << (t - CONN_TOKEN)
-                    }
-                    _ => r.clients = true,
-                }
-            });
-            if let Err(e) = waited {
-                log::error(format_args!("epoll_wait failed: {e}"));
-                return Exit::InterfaceGone(e);
-            }
             self.waits += 1;
-            if signal {
-                // All pending ones: the fd is edge-triggered.
-                while let Some(sig) = self.signals.take() {
-                    match sig {
-                        libc::SIGUSR1 => self.log_stats(),
-                        // Blocked so they cannot end the daemon behind its back (their default
-                        // action), leaving its sockets behind: a closed terminal or a stray
-                        // signal is not a request to stop. Reloads come over ubus or UAPI.
-                        libc::SIGHUP | libc::SIGUSR2 => log::info(format_args!(
-                            "signal {sig} ignored (SIGTERM or SIGINT stops the daemon)"
-                        )),
-                        _ => return Exit::Signal,
-                    }
-                }
+            if signal && self.take_signals() {
+                return Exit::Signal;
             }
-            let now = Instant::now();
-            if self
-                .wall_read
-                .is_none_or(|t| now.saturating_duration_since(t) >= WALL_CLOCK_EVERY)
-            {
-                self.wall_read = Some(now);
-                let wall = SystemTime::now();
-                for s in self.slots.iter_mut().flatten() {
-                    s.dev.set_wall_clock(now, wall);
-                }
-            }
+            self.read_wall_clock(Instant::now());
             for i in 0..self.slots.len() {
                 let Some(s) = self.slots[i].as_mut() else {
                     continue;
@@ -640,6 +576,99 @@ impl Daemon {
                     c.on_ready(t, self);
                 }
                 c.on_turn(self, Instant::now());
+            }
+        }
+    }
+
+    /// How long this turn's wait may last: not at all if a source still had input, else
+    /// until the earliest deadline of any interface or of the control.
+    #[inline(always)] // once per turn; its code stays in run's (hot-text.ld)
+    fn timeout(&self, control: Option<&dyn Control>, now: Instant) -> Option<Duration> {
+        if self.slots().any(|s| s.again.any()) {
+            return Some(Duration::ZERO);
+        }
+        let mut t = self.slots().filter_map(|s| s.io.timeout(&s.dev, now)).min();
+        if let Some(c) = control.and_then(|c| c.next_deadline()) {
+            let c = c.saturating_duration_since(now);
+            t = Some(t.map_or(c, |t| t.min(c)));
+        }
+        t
+    }
+
+    /// One `epoll_wait`: marks what is ready in each interface's `ready` (after what its
+    /// last turn left over) and collects the control's tokens; true if a signal came.
+    #[inline(always)] // once per turn; its code stays in run's (hot-text.ld)
+    fn wait(
+        &mut self,
+        timeout: Option<Duration>,
+        control_ready: &mut Vec<u64>,
+    ) -> io::Result<bool> {
+        for s in self.slots.iter_mut().flatten() {
+            s.io.ready = std::mem::take(&mut s.again);
+        }
+        let mut signal = false;
+        control_ready.clear();
+        let slots = &mut self.slots;
+        self.poller.wait(timeout, |token| {
+            let slot = (token >> SLOT_SHIFT) as usize;
+            if slot == 0 {
+                if token == SIGNAL_TOKEN {
+                    signal = true;
+                } else if control_ready.len() < control_ready.capacity() {
+                    control_ready.push(token);
+                }
+                return;
+            }
+            let Some(Some(s)) = slots.get_mut(slot - 1) else {
+                return; // an interface removed earlier in this turn
+            };
+            let r = &mut s.io.ready;
+            match token & ((1 << SLOT_SHIFT) - 1) {
+                TUN_TOKEN => r.tun = true,
+                UDP4_TOKEN => r.udp4 = true,
+                UDP6_TOKEN => r.udp6 = true,
+                HS4_TOKEN => r.hs4 = true,
+                HS6_TOKEN => r.hs6 = true,
+                UAPI_TOKEN => r.uapi = true,
+                LINK_TOKEN => r.link = true,
+                t if (CONN_TOKEN..CONN_TOKEN + MAX_CONNS as u64).contains(&t) => {
+                    r.conns |= 1 << (t - CONN_TOKEN)
+                }
+                _ => r.clients = true,
+            }
+        })?;
+        Ok(signal)
+    }
+
+    /// Handles every pending signal (the fd is edge-triggered); true for one that stops
+    /// the daemon.
+    fn take_signals(&mut self) -> bool {
+        while let Some(sig) = self.signals.take() {
+            match sig {
+                libc::SIGUSR1 => self.log_stats(),
+                // Blocked so they cannot end the daemon behind its back (their default
+                // action), leaving its sockets behind: a closed terminal or a stray
+                // signal is not a request to stop. Reloads come over ubus or UAPI.
+                libc::SIGHUP | libc::SIGUSR2 => log::info(format_args!(
+                    "signal {sig} ignored (SIGTERM or SIGINT stops the daemon)"
+                )),
+                _ => return true,
+            }
+        }
+        false
+    }
+
+    /// Gives the devices the wall clock, read at most every WALL_CLOCK_EVERY.
+    #[inline(always)] // once per turn; its code stays in run's (hot-text.ld)
+    fn read_wall_clock(&mut self, now: Instant) {
+        if self
+            .wall_read
+            .is_none_or(|t| now.saturating_duration_since(t) >= WALL_CLOCK_EVERY)
+        {
+            self.wall_read = Some(now);
+            let wall = SystemTime::now();
+            for s in self.slots.iter_mut().flatten() {
+                s.dev.set_wall_clock(now, wall);
             }
         }
     }

@@ -2,6 +2,7 @@
 //! to the TUN device, TCP segments coalesced for one offloaded write; handshake sockets.
 
 use super::*;
+use std::io::IoSlice;
 
 /// `dev.decapsulate`; with `charge` (see `Slot::turn`), the time a handshake message took is
 /// charged to the device's handshake budget.
@@ -27,24 +28,14 @@ fn decapsulate_timed(
     verdict
 }
 
-/// One TUN write gathering `parts` (writev).
-#[allow(unsafe_code)] // writev has no safe std API for a raw fd
+/// One TUN write gathering `parts` (writev), at most MAX_COALESCE of them.
 fn write_tun_parts(tun: &Tun, parts: &[&[u8]]) -> io::Result<usize> {
-    use std::os::fd::AsRawFd;
-    // SAFETY: iovec is plain data; zeroed is valid.
-    let mut iov: [libc::iovec; offload::MAX_COALESCE] = unsafe { std::mem::zeroed() };
+    let mut iov = [IoSlice::new(&[]); offload::MAX_COALESCE];
     let n = parts.len().min(offload::MAX_COALESCE);
     for (v, p) in iov.iter_mut().zip(&parts[..n]) {
-        v.iov_base = p.as_ptr() as *mut libc::c_void;
-        v.iov_len = p.len();
+        *v = IoSlice::new(p);
     }
-    // SAFETY: the iovecs point into live buffers of the stated sizes; writev only reads them.
-    let r = unsafe { libc::writev(tun.file().as_raw_fd(), iov.as_ptr(), n as libc::c_int) };
-    if r < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(r as usize)
-    }
+    tun.write_vectored(&iov[..n])
 }
 
 impl Io {

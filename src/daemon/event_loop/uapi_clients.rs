@@ -52,6 +52,55 @@ fn extend_wiping(v: &mut Vec<u8>, data: &[u8]) {
 }
 
 impl Client {
+    /// Reads what the client sent into its input, while it may take more. `None` on a
+    /// receive error (the client is closed).
+    fn read_requests(&mut self, buf: &mut [u8], now: Instant) -> Option<()> {
+        self.read_blocked = false;
+        loop {
+            if !self.wants_read() {
+                self.read_blocked = !self.closing;
+                return Some(());
+            }
+            let room = self.read_room().min(65536);
+            match crate::sys::recv(self.stream.as_fd(), &mut buf[..room], 0) {
+                Ok(0) => {
+                    self.closing = true;
+                    return Some(());
+                }
+                Ok(n) => {
+                    extend_wiping(&mut self.inbuf, &buf[..n]);
+                    buf[..n].zeroize();
+                    self.last_active = now;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Some(()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => return None,
+            }
+        }
+    }
+
+    /// Writes what the socket takes of the replies; a fully written reply buffer is wiped.
+    /// `None` when the client is gone.
+    fn write_replies(&mut self, now: Instant) -> Option<()> {
+        while self.out_pos < self.outbuf.len() {
+            match crate::sys::send(self.stream.as_fd(), &self.outbuf[self.out_pos..], 0) {
+                Ok(0) => return None,
+                Ok(n) => {
+                    self.out_pos += n;
+                    self.last_active = now;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => return None,
+            }
+        }
+        if self.out_pos == self.outbuf.len() {
+            self.outbuf.zeroize(); // replies may hold the private key
+            self.out_pos = 0;
+        }
+        Some(())
+    }
+
     /// Read more only while there is room and the client keeps up with its replies.
     fn wants_read(&self) -> bool {
         !self.closing && self.inbuf.len() < INBUF_MAX && self.outbuf.len() < OUTBUF_HIGH
@@ -164,31 +213,21 @@ impl Io {
         buf: &mut [u8],
         now: Instant,
     ) -> Option<bool> {
+        self.clients[i].read_requests(buf, now)?;
+        let more = self.answer_requests(i, dev, buf);
         let c = &mut self.clients[i];
-        c.read_blocked = false;
-        loop {
-            if !c.wants_read() {
-                c.read_blocked = !c.closing;
-                break;
-            }
-            let room = c.read_room().min(65536);
-            match crate::sys::recv(c.stream.as_fd(), &mut buf[..room], 0) {
-                Ok(0) => {
-                    c.closing = true;
-                    break;
-                }
-                Ok(n) => {
-                    extend_wiping(&mut c.inbuf, &buf[..n]);
-                    buf[..n].zeroize();
-                    c.last_active = now;
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(_) => return None,
-            }
+        c.write_replies(now)?;
+        if c.outbuf.is_empty() && c.closing {
+            return None;
         }
-        // Answer a bounded number of requests per turn, and none while the client is not
-        // reading its replies, so one client cannot hold the thread or grow memory.
+        let more = more || (c.read_blocked && c.wants_read());
+        (now.saturating_duration_since(c.last_active) < CLIENT_IDLE).then_some(more)
+    }
+
+    /// Answers a bounded number of client `i`'s requests per turn, and none while the
+    /// client is not reading its replies, so one client cannot hold the thread or grow
+    /// memory; drops what was answered from its input. True if more are waiting.
+    fn answer_requests(&mut self, i: usize, dev: &mut Device, buf: &mut [u8]) -> bool {
         let mut off = 0;
         let mut handled = 0;
         let mut more = false;
@@ -236,27 +275,7 @@ impl Io {
         c.inbuf.copy_within(off.., 0);
         c.inbuf[rest..].zeroize();
         c.inbuf.truncate(rest);
-        while c.out_pos < c.outbuf.len() {
-            match crate::sys::send(c.stream.as_fd(), &c.outbuf[c.out_pos..], 0) {
-                Ok(0) => return None,
-                Ok(n) => {
-                    c.out_pos += n;
-                    c.last_active = now;
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(_) => return None,
-            }
-        }
-        if c.out_pos == c.outbuf.len() {
-            c.outbuf.zeroize(); // replies may hold the private key
-            c.out_pos = 0;
-        }
-        if c.outbuf.is_empty() && c.closing {
-            return None;
-        }
-        let more = more || (c.read_blocked && c.wants_read());
-        (now.saturating_duration_since(c.last_active) < CLIENT_IDLE).then_some(more)
+        more
     }
 
     /// Answers one request. Returns the errno to send for `set` (get writes its own reply).

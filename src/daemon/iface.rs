@@ -91,18 +91,9 @@ pub fn open_uapi(dir: &Path, ifname: &str) -> io::Result<UnixListener> {
     // Born 0600: under a umask that masks the rest, so there is no moment in which the
     // socket exists with the default mode (the daemon has one thread: nothing else creates
     // files meanwhile).
-    let old = set_umask(0o177);
-    let bound = UnixListener::bind(&path);
-    set_umask(old);
-    let listener = bound?;
+    let listener = crate::sys::with_umask(0o177, || UnixListener::bind(&path))?;
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
     Ok(listener)
-}
-
-#[allow(unsafe_code)] // umask(2) has no std wrapper
-fn set_umask(mask: libc::mode_t) -> libc::mode_t {
-    // SAFETY: umask only swaps the process's file-creation mask; it cannot fail.
-    unsafe { libc::umask(mask) }
 }
 
 /// Creates the TUN `ifname` (left down, MTU `mtu` unless it already had one), binds UDP on
@@ -127,47 +118,28 @@ pub fn open(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sys::testing;
 
     /// A stale socket the daemon may not remove is refused with words saying so, not with
     /// bind's "Address already in use". Run as another user in a forked child: root may
     /// remove anything.
     #[test]
-    #[allow(unsafe_code)] // fork(2), setresuid(2), _exit(2) and waitpid(2) for the test
     fn a_stale_socket_that_cannot_be_removed_is_named() {
         let dir = std::env::temp_dir().join(format!("solowg-stale-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         drop(UnixListener::bind(socket_path_in(&dir, "wgs")).unwrap());
-        // SAFETY: reads this process's effective uid.
-        if unsafe { libc::geteuid() } != 0 {
+        if !testing::is_root() {
             eprintln!("skipped: needs root (to run the check as another user)");
             let _ = std::fs::remove_dir_all(&dir);
             return;
         }
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
-        // SAFETY: the child runs open_uapi and leaves through _exit; the parent waits.
-        let pid = unsafe { libc::fork() };
-        assert!(pid >= 0);
-        if pid == 0 {
-            // SAFETY: integer arguments only.
-            let code = unsafe {
-                if libc::setresgid(65534, 65534, 65534) != 0
-                    || libc::setresuid(65534, 65534, 65534) != 0
-                {
-                    libc::_exit(3);
-                }
-                match open_uapi(&dir, "wgs") {
-                    Ok(_) => 1,
-                    Err(e) if e.to_string().contains("cannot be removed") => 0,
-                    Err(_) => 2,
-                }
-            };
-            // SAFETY: ends the child at once.
-            unsafe { libc::_exit(code) };
-        }
-        let mut status = 0;
-        // SAFETY: waits for our own child into a local.
-        unsafe { libc::waitpid(pid, &mut status, 0) };
+        let status = testing::status_in_child_as(65534, || match open_uapi(&dir, "wgs") {
+            Ok(_) => 1,
+            Err(e) if e.to_string().contains("cannot be removed") => 0,
+            Err(_) => 2,
+        });
         let _ = std::fs::remove_dir_all(&dir);
         assert!(libc::WIFEXITED(status), "{status:#x}");
         assert_eq!(

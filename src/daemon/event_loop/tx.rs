@@ -3,6 +3,7 @@
 //! one datagram per message.
 
 use super::*;
+use std::io::IoSliceMut;
 
 /// Space after a TUN packet in its slot: padding to 16 plus the tag.
 pub(super) const TX_TAILROOM: usize = 32;
@@ -77,26 +78,8 @@ impl TxBatch {
 }
 
 /// One TUN read into `head` and, past its end, `spill` (readv); returns the bytes read.
-#[allow(unsafe_code)] // readv has no safe std API for a raw fd
 fn read_tun_split(tun: &Tun, head: &mut [u8], spill: &mut [u8]) -> io::Result<usize> {
-    use std::os::fd::AsRawFd;
-    let iov = [
-        libc::iovec {
-            iov_base: head.as_mut_ptr() as *mut libc::c_void,
-            iov_len: head.len(),
-        },
-        libc::iovec {
-            iov_base: spill.as_mut_ptr() as *mut libc::c_void,
-            iov_len: spill.len(),
-        },
-    ];
-    // SAFETY: both iovecs point into live, exclusively borrowed buffers of the stated sizes.
-    let r = unsafe { libc::readv(tun.file().as_raw_fd(), iov.as_ptr(), 2) };
-    if r < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(r as usize)
-    }
+    tun.read_vectored(&mut [IoSliceMut::new(head), IoSliceMut::new(spill)])
 }
 
 /// One TUN read scattered for a super-packet of `hdr`-byte headers and `mss`-byte
@@ -104,7 +87,6 @@ fn read_tun_split(tun: &Tun, head: &mut [u8], spill: &mut [u8]) -> io::Result<us
 /// `first` (where a plain packet lands too), each later segment's payload into the next
 /// slot after room for its headers, and what does not fit into `spill` from `at` on.
 /// Returns the bytes read.
-#[allow(unsafe_code)] // readv has no safe std API for a raw fd
 fn read_tun_scatter(
     tun: &Tun,
     tx: &mut TxBatch,
@@ -112,39 +94,21 @@ fn read_tun_scatter(
     (hdr, mss): (usize, usize),
     at: usize,
 ) -> io::Result<usize> {
-    use std::os::fd::AsRawFd;
-    let (slot_len, vh) = (tx.slot_len, offload::VNET_HDR_LEN);
-    // SAFETY: iovec is plain data; zeroed is valid.
-    let mut iov: [libc::iovec; BATCH + 1] = unsafe { std::mem::zeroed() };
-    let base = tx.arena.as_mut_ptr();
+    let vh = offload::VNET_HDR_LEN;
+    let mut iov: [IoSliceMut<'_>; BATCH + 1] = std::array::from_fn(|_| IoSliceMut::new(&mut []));
+    let slots = tx.arena.chunks_exact_mut(tx.slot_len).skip(first);
     let mut n = 0;
-    for s in first..first + scatter_slots(first, (hdr, mss)) {
-        let (off, len) = if s == first {
-            (s * slot_len + HEADROOM - vh, vh + hdr + mss)
+    // Indexing a slot panics if a segment would not fit it, as the arena's bounds demand.
+    for (k, slot) in slots.take(scatter_slots(first, (hdr, mss))).enumerate() {
+        iov[n] = IoSliceMut::new(if k == 0 {
+            &mut slot[HEADROOM - vh..HEADROOM + hdr + mss]
         } else {
-            (s * slot_len + HEADROOM + hdr, mss)
-        };
-        assert!(off + len <= (s + 1) * slot_len, "a segment fits its slot");
-        iov[n] = libc::iovec {
-            // SAFETY: off + len lies inside the arena (asserted against its slot).
-            iov_base: unsafe { base.add(off) } as *mut libc::c_void,
-            iov_len: len,
-        };
+            &mut slot[HEADROOM + hdr..HEADROOM + hdr + mss]
+        });
         n += 1;
     }
-    let spill = &mut tx.spill[at..];
-    iov[n] = libc::iovec {
-        iov_base: spill.as_mut_ptr() as *mut libc::c_void,
-        iov_len: spill.len(),
-    };
-    // SAFETY: every iovec points into the arena or the spill buffer, both exclusively
-    // borrowed through `tx` for the call, and no two overlap.
-    let r = unsafe { libc::readv(tun.file().as_raw_fd(), iov.as_ptr(), n as libc::c_int + 1) };
-    if r < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(r as usize)
-    }
+    iov[n] = IoSliceMut::new(&mut tx.spill[at..]);
+    tun.read_vectored(&mut iov[..=n])
 }
 
 /// Segments the largest super-packet of a layout has.
@@ -190,6 +154,60 @@ fn gso_unsupported(e: &io::Error) -> bool {
     )
 }
 
+/// One TUN read with offload: its virtio-net header, the packet's length, the bytes of it
+/// its slot holds, and where in `spill` the bytes past the slots went.
+struct TunRead {
+    hdr: offload::VnetHdr,
+    len: usize,
+    in_slot: usize,
+    spilled_at: usize,
+}
+
+/// Where a drain with TUN offload stands: the next free slot, and the packets and
+/// segments encrypted so far (bounded by TX_SEGMENT_BUDGET).
+#[derive(Default)]
+struct TxCursor {
+    slot: usize,
+    sealed: usize,
+}
+
+/// Encrypts a plain packet (no GSO) just read into slot `at.slot`, where it was read, its
+/// checksum completed first if the kernel left it partial. One longer than the first
+/// segment a scattered read expected is gathered back into its slot first.
+#[inline(always)] // one caller; its code stays in drain_tun_offload's (hot-text.ld)
+fn seal_plain(
+    dev: &mut Device,
+    tx: &mut TxBatch,
+    now: Instant,
+    at: &mut TxCursor,
+    layout: Option<(usize, usize)>,
+    read: &TunRead,
+) {
+    let (slot_len, cap, len) = (tx.slot_len, tx.slot_cap(), read.len);
+    let base = at.slot * slot_len;
+    tx.layout = None;
+    if len > cap {
+        return; // larger than the MTU without GSO: nothing sane to send
+    }
+    if let Some(l) = layout.filter(|_| len > read.in_slot) {
+        gather(tx, at.slot, l, len);
+        tx.arena[base + HEADROOM..base + HEADROOM + len].copy_from_slice(&tx.spill[..len]);
+    }
+    let slot = &mut tx.arena[base..base + slot_len];
+    if read.hdr.flags & offload::F_NEEDS_CSUM != 0
+        && !offload::complete_csum(
+            &mut slot[HEADROOM..HEADROOM + len],
+            read.hdr.csum_start as usize,
+            read.hdr.csum_offset as usize,
+        )
+    {
+        return;
+    }
+    seal_into(&mut tx.out, slot, at.slot, len, dev, now);
+    at.slot += 1;
+    at.sealed += 1;
+}
+
 impl Io {
     /// Reads up to BATCH packets from the TUN device, each into its own slot where it is
     /// encrypted in place, then sends them all; true if more may be waiting.
@@ -208,11 +226,7 @@ impl Io {
         for i in 0..BATCH {
             let slot = &mut tx.arena[i * slot_len..(i + 1) * slot_len];
             stats::add(&self.stats.tun_reads, 1);
-            let n = match self
-                .tun
-                .file()
-                .read(&mut slot[HEADROOM..slot_len - TX_TAILROOM])
-            {
+            let n = match self.tun.read(&mut slot[HEADROOM..slot_len - TX_TAILROOM]) {
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     more = false;
@@ -228,13 +242,11 @@ impl Io {
         Ok(more)
     }
 
-    /// `drain_tun` with TUN offload: every read is a virtio-net header and a packet. A plain
-    /// packet is encrypted where it was read (its checksum completed first if the kernel
-    /// left it partial). A TCP super-packet is cut into MTU-sized segments, each in its own
-    /// slot where it is encrypted: read in place when it has the layout of the one before
-    /// (`read_tun_scatter`; its headers are then written into every slot and the payloads
-    /// only summed), else copied out of `spill`. A batch whose slots run out is sent and
-    /// the slots reused. True if more may be waiting.
+    /// `drain_tun` with TUN offload: every read is a virtio-net header and a packet
+    /// (`read_offloaded`). A plain packet is encrypted where it was read (`seal_plain`). A
+    /// TCP super-packet is cut into MTU-sized segments, each in its own slot where it is
+    /// encrypted (`cut_super_packet`). A batch whose slots run out is sent and the slots
+    /// reused. True if more may be waiting.
     #[inline(never)] // its own symbol, for openwrt/hot-text.ld
     pub(super) fn drain_tun_offload(
         &mut self,
@@ -243,155 +255,203 @@ impl Io {
     ) -> Result<bool, io::Error> {
         let now = Instant::now();
         tx.out.clear();
-        let (slot_len, cap) = (tx.slot_len, tx.slot_cap());
-        let vh = offload::VNET_HDR_LEN;
-        let mut i = 0; // next free slot
-        let mut produced = 0;
+        let mut at = TxCursor::default();
         let mut more = true;
         for _ in 0..BATCH {
-            if produced >= TX_SEGMENT_BUDGET {
+            if at.sealed >= TX_SEGMENT_BUDGET {
                 break;
             }
             let layout = tx.layout;
-            let full = i == BATCH
-                || layout.is_some_and(|l| i > 0 && scatter_slots(i, l) < tx.last_segments);
+            let full = at.slot == BATCH
+                || layout
+                    .is_some_and(|l| at.slot > 0 && scatter_slots(at.slot, l) < tx.last_segments);
             if full {
                 self.send_batch(tx, now);
                 tx.out.clear();
-                i = 0;
+                at.slot = 0;
             }
-            let base = i * slot_len;
-            stats::add(&self.stats.tun_reads, 1);
-            // Where the bytes past the slots went (`spill` from this offset on).
-            let (read, spilled_at) = match layout {
-                Some(l) => {
-                    let at = scatter_room(i, l);
-                    (read_tun_scatter(&self.tun, tx, i, l, at), at)
-                }
-                None => {
-                    let (head, spill) = (
-                        &mut tx.arena[base + HEADROOM - vh..base + HEADROOM + cap],
-                        &mut tx.spill[cap..],
-                    );
-                    (read_tun_split(&self.tun, head, spill), cap)
-                }
-            };
-            let n = match read {
-                Ok(n) => n,
+            let read = match self.read_offloaded(tx, at.slot, layout) {
+                Ok(Some(read)) => read,
+                Ok(None) => continue,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     more = false;
                     break;
                 }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e),
             };
-            stats::add(&self.stats.tun_rx_packets, 1);
-            let Some(hdr) = offload::VnetHdr::parse(&tx.arena[base + HEADROOM - vh..]) else {
-                continue;
-            };
-            let len = n.saturating_sub(vh);
-            // Bytes of the packet that the slot itself holds.
-            let in_slot = match layout {
-                Some((h, m)) => len.min(h + m),
-                None => len.min(cap),
-            };
-            if !hdr.is_gso() {
-                tx.layout = None;
-                if len > cap {
-                    continue; // larger than the MTU without GSO: nothing sane to send
-                }
-                if let Some(l) = layout.filter(|_| len > in_slot) {
-                    // A plain packet longer than the expected first segment.
-                    gather(tx, i, l, len);
-                    tx.arena[base + HEADROOM..base + HEADROOM + len]
-                        .copy_from_slice(&tx.spill[..len]);
-                }
-                let slot = &mut tx.arena[base..base + slot_len];
-                if hdr.flags & offload::F_NEEDS_CSUM != 0
-                    && !offload::complete_csum(
-                        &mut slot[HEADROOM..HEADROOM + len],
-                        hdr.csum_start as usize,
-                        hdr.csum_offset as usize,
-                    )
-                {
-                    continue;
-                }
-                seal_into(&mut tx.out, slot, i, len, dev, now);
-                i += 1;
-                produced += 1;
-                continue;
-            }
-            // The headers, parsed once: every segment read in place starts from them. Longer
-            // ones (IPv6 extension headers) do not parse here and are cut from `spill`.
-            let mut template = [0u8; TEMPLATE_MAX];
-            let t = in_slot.min(TEMPLATE_MAX);
-            template[..t].copy_from_slice(&tx.arena[base + HEADROOM..base + HEADROOM + t]);
-            let segs = offload::TcpSegments::headers(&hdr, &template[..t], len)
-                .filter(|s| s.max_segment_len() <= cap);
-            let parsed = segs.as_ref().map(|s| (s.header_len(), s.mss()));
-            tx.layout = parsed.filter(|&l| l.0 + l.1 <= cap && most_segments(l) <= BATCH);
-            tx.last_segments = segs.as_ref().map_or(0, |s| s.remaining());
-            if let Some(mut segs) =
-                segs.filter(|_| layout.is_some() && parsed == layout && len <= spilled_at)
-            {
-                // Read in place: every segment's payload is in its slot already, and the read
-                // gave every segment a slot (`len <= spilled_at`).
-                while let Some(slot) = tx.arena.get_mut(i * slot_len..(i + 1) * slot_len) {
-                    let Some(seg_len) = segs.next_in_place(&mut slot[HEADROOM..]) else {
-                        break;
-                    };
-                    seal_into(&mut tx.out, slot, i, seg_len, dev, now);
-                    i += 1;
-                    produced += 1;
-                    stats::add(&self.stats.tun_segments, 1);
-                    stats::add(&self.stats.tun_segments_in_place, 1);
-                }
-                continue;
-            }
-            // Else make it contiguous in `spill` (the slots held its start).
-            match layout {
-                Some(l) => gather(tx, i, l, len.min(spilled_at)),
-                None => tx.spill[..in_slot]
-                    .copy_from_slice(&tx.arena[base + HEADROOM..base + HEADROOM + in_slot]),
-            }
-            let Some(mut segs) = offload::TcpSegments::new(&hdr, &tx.spill[..len]) else {
-                log::verbose(format_args!(
-                    "TUN: dropped a GSO packet we cannot cut (type {})",
-                    hdr.gso_type
-                ));
-                continue;
-            };
-            if segs.max_segment_len() > cap {
-                log::verbose(format_args!(
-                    "TUN: dropped a GSO packet with {}-byte segments",
-                    segs.max_segment_len()
-                ));
-                continue;
-            }
-            // Keep one super-packet in one UDP GSO send where it fits.
-            if i + segs.remaining() > BATCH && i > 0 {
-                self.send_batch(tx, now);
-                tx.out.clear();
-                i = 0;
-            }
-            loop {
-                if i == BATCH {
-                    self.send_batch(tx, now);
-                    tx.out.clear();
-                    i = 0;
-                }
-                let slot = &mut tx.arena[i * slot_len..(i + 1) * slot_len];
-                let Some(seg_len) = segs.next_into(&mut slot[HEADROOM..HEADROOM + cap]) else {
-                    break;
-                };
-                seal_into(&mut tx.out, slot, i, seg_len, dev, now);
-                i += 1;
-                produced += 1;
-                stats::add(&self.stats.tun_segments, 1);
+            if read.hdr.is_gso() {
+                self.cut_super_packet(dev, tx, now, &mut at, layout, &read);
+            } else {
+                seal_plain(dev, tx, now, &mut at, layout, &read);
             }
         }
         self.send_batch(tx, now);
         Ok(more)
+    }
+
+    /// One TUN read with offload into slot `slot`: scattered for `layout`, the last
+    /// super-packet's (`read_tun_scatter`), else into the slot and on into `spill`. None
+    /// when the read was interrupted or brought no virtio-net header.
+    #[inline(always)] // one caller; its code stays in drain_tun_offload's (hot-text.ld)
+    fn read_offloaded(
+        &self,
+        tx: &mut TxBatch,
+        slot: usize,
+        layout: Option<(usize, usize)>,
+    ) -> io::Result<Option<TunRead>> {
+        let (base, cap, vh) = (slot * tx.slot_len, tx.slot_cap(), offload::VNET_HDR_LEN);
+        stats::add(&self.stats.tun_reads, 1);
+        // Where the bytes past the slots went (`spill` from this offset on).
+        let (read, spilled_at) = match layout {
+            Some(l) => {
+                let at = scatter_room(slot, l);
+                (read_tun_scatter(&self.tun, tx, slot, l, at), at)
+            }
+            None => {
+                let (head, spill) = (
+                    &mut tx.arena[base + HEADROOM - vh..base + HEADROOM + cap],
+                    &mut tx.spill[cap..],
+                );
+                (read_tun_split(&self.tun, head, spill), cap)
+            }
+        };
+        let n = match read {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        stats::add(&self.stats.tun_rx_packets, 1);
+        let Some(hdr) = offload::VnetHdr::parse(&tx.arena[base + HEADROOM - vh..]) else {
+            return Ok(None);
+        };
+        let len = n.saturating_sub(vh);
+        let in_slot = match layout {
+            Some((h, m)) => len.min(h + m),
+            None => len.min(cap),
+        };
+        Ok(Some(TunRead {
+            hdr,
+            len,
+            in_slot,
+            spilled_at,
+        }))
+    }
+
+    /// Cuts the TCP super-packet just read into slot `at.slot` into segments, one per slot,
+    /// each encrypted there: in place when it was read scattered for its own layout (its
+    /// headers are then written into every slot and the payloads only summed), else copied
+    /// out of `spill`. Its layout is kept for the next read.
+    #[inline(always)] // one caller; its code stays in drain_tun_offload's (hot-text.ld)
+    fn cut_super_packet(
+        &mut self,
+        dev: &mut Device,
+        tx: &mut TxBatch,
+        now: Instant,
+        at: &mut TxCursor,
+        layout: Option<(usize, usize)>,
+        read: &TunRead,
+    ) {
+        let (base, cap) = (at.slot * tx.slot_len, tx.slot_cap());
+        // The headers, parsed once: every segment read in place starts from them. Longer
+        // ones (IPv6 extension headers) do not parse here and are cut from `spill`.
+        let mut template = [0u8; TEMPLATE_MAX];
+        let t = read.in_slot.min(TEMPLATE_MAX);
+        template[..t].copy_from_slice(&tx.arena[base + HEADROOM..base + HEADROOM + t]);
+        let segs = offload::TcpSegments::headers(&read.hdr, &template[..t], read.len)
+            .filter(|s| s.max_segment_len() <= cap);
+        let parsed = segs.as_ref().map(|s| (s.header_len(), s.mss()));
+        tx.layout = parsed.filter(|&l| l.0 + l.1 <= cap && most_segments(l) <= BATCH);
+        tx.last_segments = segs.as_ref().map_or(0, |s| s.remaining());
+        // In place only if the read gave every segment a slot (`len <= spilled_at`).
+        match segs.filter(|_| layout.is_some() && parsed == layout && read.len <= read.spilled_at) {
+            Some(segs) => self.seal_in_place(dev, tx, now, at, segs),
+            None => self.cut_from_spill(dev, tx, now, at, layout, read),
+        }
+    }
+
+    /// Completes and encrypts the segments of a super-packet read in place: every
+    /// segment's payload is in its slot already.
+    #[inline(always)] // one caller; its code stays in drain_tun_offload's (hot-text.ld)
+    fn seal_in_place(
+        &self,
+        dev: &mut Device,
+        tx: &mut TxBatch,
+        now: Instant,
+        at: &mut TxCursor,
+        mut segs: offload::TcpSegments<'_>,
+    ) {
+        let slot_len = tx.slot_len;
+        while let Some(slot) = tx
+            .arena
+            .get_mut(at.slot * slot_len..(at.slot + 1) * slot_len)
+        {
+            let Some(seg_len) = segs.next_in_place(&mut slot[HEADROOM..]) else {
+                break;
+            };
+            seal_into(&mut tx.out, slot, at.slot, seg_len, dev, now);
+            at.slot += 1;
+            at.sealed += 1;
+            stats::add(&self.stats.tun_segments, 1);
+            stats::add(&self.stats.tun_segments_in_place, 1);
+        }
+    }
+
+    /// Cuts a super-packet that was not read in place: made contiguous in `spill` (the
+    /// slots held its start), then copied segment by segment into slots and encrypted
+    /// there, the batch sent whenever its slots run out.
+    #[inline(always)] // one caller; its code stays in drain_tun_offload's (hot-text.ld)
+    fn cut_from_spill(
+        &mut self,
+        dev: &mut Device,
+        tx: &mut TxBatch,
+        now: Instant,
+        at: &mut TxCursor,
+        layout: Option<(usize, usize)>,
+        read: &TunRead,
+    ) {
+        let (slot_len, cap, len) = (tx.slot_len, tx.slot_cap(), read.len);
+        let base = at.slot * slot_len;
+        match layout {
+            Some(l) => gather(tx, at.slot, l, len.min(read.spilled_at)),
+            None => tx.spill[..read.in_slot]
+                .copy_from_slice(&tx.arena[base + HEADROOM..base + HEADROOM + read.in_slot]),
+        }
+        let Some(mut segs) = offload::TcpSegments::new(&read.hdr, &tx.spill[..len]) else {
+            log::verbose(format_args!(
+                "TUN: dropped a GSO packet we cannot cut (type {})",
+                read.hdr.gso_type
+            ));
+            return;
+        };
+        if segs.max_segment_len() > cap {
+            log::verbose(format_args!(
+                "TUN: dropped a GSO packet with {}-byte segments",
+                segs.max_segment_len()
+            ));
+            return;
+        }
+        // Keep one super-packet in one UDP GSO send where it fits.
+        if at.slot + segs.remaining() > BATCH && at.slot > 0 {
+            self.send_batch(tx, now);
+            tx.out.clear();
+            at.slot = 0;
+        }
+        loop {
+            if at.slot == BATCH {
+                self.send_batch(tx, now);
+                tx.out.clear();
+                at.slot = 0;
+            }
+            let i = at.slot;
+            let slot = &mut tx.arena[i * slot_len..(i + 1) * slot_len];
+            let Some(seg_len) = segs.next_into(&mut slot[HEADROOM..HEADROOM + cap]) else {
+                break;
+            };
+            seal_into(&mut tx.out, slot, i, seg_len, dev, now);
+            at.slot += 1;
+            at.sealed += 1;
+            stats::add(&self.stats.tun_segments, 1);
+        }
     }
 
     /// Sends the batch: runs of equal-sized datagrams to one endpoint go out as one GSO
@@ -445,28 +505,7 @@ impl Io {
                         .map(|s| batch::send_segments(s, Some(to), segs, seg));
                 }
                 if let Some(Err(e)) = sent {
-                    let one_by_one = if gso_unsupported(&e) {
-                        log::info(format_args!(
-                            "UDP GSO unavailable ({e}), sending datagrams one by one \
-                             (up to {} per call)",
-                            batch::MAX_SEGMENTS
-                        ));
-                        self.gso = false;
-                        true
-                    } else if e.raw_os_error() == Some(libc::EMSGSIZE) {
-                        // The path MTU is below our datagram size: GSO refuses to build
-                        // fragments, single sends let the kernel fragment as usual.
-                        log::verbose(format_args!(
-                            "UDP GSO refused {seg}-byte segments to {to} ({e})"
-                        ));
-                        self.gso_max_seg = seg - 1;
-                        true
-                    } else {
-                        // Full socket buffer: dropped, as a congested link would.
-                        stats::add(&self.stats.udp_tx_dropped, (k - j) as u64);
-                        false
-                    };
-                    if one_by_one {
+                    if self.gso_refused(&e, seg, to, k - j) {
                         self.send_each(tx, j, k, now);
                     }
                 }
@@ -476,6 +515,32 @@ impl Io {
                 self.send_udp(to, slot(i, len));
             }
             j = k;
+        }
+    }
+
+    /// What a refused GSO send of `n` `seg`-byte datagrams to `to` means: true if they are
+    /// to go out one by one (GSO does not work here, or the path MTU is below `seg`), false
+    /// if they are dropped (a full socket buffer, as a congested link would drop them).
+    #[cold]
+    fn gso_refused(&mut self, e: &io::Error, seg: usize, to: SocketAddr, n: usize) -> bool {
+        if gso_unsupported(e) {
+            log::info(format_args!(
+                "UDP GSO unavailable ({e}), sending datagrams one by one (up to {} per call)",
+                batch::MAX_SEGMENTS
+            ));
+            self.gso = false;
+            true
+        } else if e.raw_os_error() == Some(libc::EMSGSIZE) {
+            // The path MTU is below our datagram size: GSO refuses to build fragments,
+            // single sends let the kernel fragment as usual.
+            log::verbose(format_args!(
+                "UDP GSO refused {seg}-byte segments to {to} ({e})"
+            ));
+            self.gso_max_seg = seg - 1;
+            true
+        } else {
+            stats::add(&self.stats.udp_tx_dropped, n as u64);
+            false
         }
     }
 
@@ -493,35 +558,12 @@ impl Io {
             // Datagrams the next UDP send may take (one when the packet path refreshes).
             let mut most = batch::MAX_SEGMENTS;
             if !self.gso {
-                let udp4 = &self.udp4;
-                let ttl = || udp4.ttl().map_or(64, |t| t.min(255) as u8);
-                let me = (self.port, self.fwmark);
-                match self
-                    .packet
-                    .via(first, now, me, ttl, &self.link, &self.ifname)
-                {
-                    Via::Packet(path) => {
-                        let n = out[j..to]
-                            .iter()
-                            .take(batch::MAX_SEGMENTS)
-                            .take_while(|o| o.0 == first && path.fits(o.2))
-                            .count();
-                        let datagrams = out[j..j + n].iter().map(slot);
-                        let sent = (n > 0)
-                            .then(|| self.packet.send(&path, self.port, first, datagrams))
-                            .flatten();
-                        if let Some(sent) = sent {
-                            stats::add(&self.stats.udp_send_calls, 1);
-                            stats::add(&self.stats.udp_tx_datagrams, n as u64);
-                            stats::add(&self.stats.packet_tx_datagrams, n as u64);
-                            let sent = sent.unwrap_or(0);
-                            stats::add(&self.stats.udp_tx_dropped, n.saturating_sub(sent) as u64);
-                            j += n;
-                            continue;
-                        }
+                match self.send_packet_path(tx, j, to, now) {
+                    Ok(n) => {
+                        j += n;
+                        continue;
                     }
-                    Via::UdpOnce => most = 1,
-                    Via::Udp => {}
+                    Err(m) => most = m,
                 }
             }
             let conn = self.conn_for(first);
@@ -572,6 +614,53 @@ impl Io {
             }
             j += n;
         }
+    }
+
+    /// Without GSO: sends the datagrams from `tx.out[j]` on (up to `to`) that go to the same
+    /// endpoint and fit its path through the packet socket, if `packet_paths` has a path
+    /// for it: `Ok` with how many it took, or `Err` with how many the next UDP send may
+    /// take (one when the packet path refreshes).
+    #[inline(always)] // one caller, per batch
+    fn send_packet_path(
+        &mut self,
+        tx: &TxBatch,
+        j: usize,
+        to: usize,
+        now: Instant,
+    ) -> Result<usize, usize> {
+        let (arena, slot_len, out) = (&tx.arena, tx.slot_len, &tx.out);
+        let slot =
+            |&(_, i, len): &(SocketAddr, usize, usize)| &arena[i * slot_len..i * slot_len + len];
+        let first = out[j].0;
+        let udp4 = &self.udp4;
+        let ttl = || udp4.ttl().map_or(64, |t| t.min(255) as u8);
+        let me = (self.port, self.fwmark);
+        let path = match self
+            .packet
+            .via(first, now, me, ttl, &self.link, &self.ifname)
+        {
+            Via::Packet(path) => path,
+            Via::UdpOnce => return Err(1),
+            Via::Udp => return Err(batch::MAX_SEGMENTS),
+        };
+        let n = out[j..to]
+            .iter()
+            .take(batch::MAX_SEGMENTS)
+            .take_while(|o| o.0 == first && path.fits(o.2))
+            .count();
+        let datagrams = out[j..j + n].iter().map(slot);
+        let sent = (n > 0)
+            .then(|| self.packet.send(&path, self.port, first, datagrams))
+            .flatten();
+        let Some(sent) = sent else {
+            return Err(batch::MAX_SEGMENTS);
+        };
+        stats::add(&self.stats.udp_send_calls, 1);
+        stats::add(&self.stats.udp_tx_datagrams, n as u64);
+        stats::add(&self.stats.packet_tx_datagrams, n as u64);
+        let sent = sent.unwrap_or(0);
+        stats::add(&self.stats.udp_tx_dropped, n.saturating_sub(sent) as u64);
+        Ok(n)
     }
 
     /// The slot of the connected socket to send `to`'s data from, opened if need be.
