@@ -127,8 +127,10 @@ ip netns exec "$NR" sysctl -qw net.ipv4.ip_forward=1
 check boot.up "lan, wan and wg0 not up within 20 s" ow_wait 20 eval 'up lan && up wan && up wg0'
 
 fw4_load start && ow_pass fw4.start
-check fw4.vpn-zone "wg0 is in no zone of the loaded ruleset" eval 'r nft list chain inet fw4 input | grep -q "iifname \"wg0\" jump input_vpn"'
-check fw4.lan-to-vpn "no lan -> vpn forwarding in the loaded ruleset" eval 'r nft list chain inet fw4 forward_lan | grep -q "jump accept_to_vpn"'
+# Read a few times: once, on a loaded host, the lan -> vpn jump was not found while the
+# forwarding itself worked (lan.forward passed); why is not known.
+check fw4.vpn-zone "wg0 is in no zone of the loaded ruleset" ow_wait 5 eval 'r nft list chain inet fw4 input | grep -q "iifname \"wg0\" jump input_vpn"'
+check fw4.lan-to-vpn "no lan -> vpn forwarding in the loaded ruleset" ow_wait 5 eval 'r nft list chain inet fw4 forward_lan | grep -q "jump accept_to_vpn"'
 
 # The peer (wireguard-go) initiates: its handshakes come from WAN to the listen port.
 ip netns exec "$NP" timeout "$OW_MAX_S" wireguard-go -f "$WGP" >>"$OW_TMP/wireguard-go.log" 2>&1 &
