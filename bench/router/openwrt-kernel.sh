@@ -30,7 +30,7 @@
 #
 # OUT_DIR defaults to ${SOLOWG_MIPS_DIR:-/var/tmp/solowg-mips-system}-openwrt. The image
 # (SOLOWG_MIPS_DIR, made by tests/mips-system/image.sh if missing) is copied, not changed.
-# Root on Debian; about 40 minutes on 2 cores; run again, it applies patches that appeared
+# Root on Debian; 20-40 minutes on 2 cores; run again, it applies patches that appeared
 # since and rebuilds only what changed.
 set -euo pipefail
 
