@@ -48,18 +48,7 @@ WGB=wgp${OW_ID}b
 ow_root r
 d=$OW_TMP/r/root
 cat >"$d/etc/config/network" <<CFG
-config interface 'loopback'
-	option device 'lo'
-	option proto 'static'
-	option ipaddr '127.0.0.1'
-	option netmask '255.0.0.0'
-
-config interface 'wan'
-	option device 'rwan'
-	option proto 'static'
-	option ipaddr '10.231.0.1'
-	option netmask '255.255.255.0'
-	option gateway '10.231.0.2'
+$(ow_network_head)
 
 config interface 'wg0'
 	option proto 'solowg'

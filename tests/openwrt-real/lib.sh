@@ -58,6 +58,25 @@ ow_wait() {
 	return 1
 }
 
+# ow_network_head: the start of a router's /etc/config/network, loopback and the wan on rwan
+# (10.231.0.1/24, the peer's side at .2 as gateway); the scenarios add their tunnels after it.
+ow_network_head() {
+	cat <<'CFG'
+config interface 'loopback'
+	option device 'lo'
+	option proto 'static'
+	option ipaddr '127.0.0.1'
+	option netmask '255.0.0.0'
+
+config interface 'wan'
+	option device 'rwan'
+	option proto 'static'
+	option ipaddr '10.231.0.1'
+	option netmask '255.255.255.0'
+	option gateway '10.231.0.2'
+CFG
+}
+
 ow_cleanup() {
 	local r p ns
 	# Best effort: a process already gone is no error (and errexit would end the trap).

@@ -56,18 +56,7 @@ wgp_up() { # PEER ROUTER_PUBKEY ROUTER_PORT ROUTER_TUNNEL_ADDR
 # The router's /etc/config/network: wan on the veth, wg0 with a key, wg1 without one.
 ow_root r
 cat >"$OW_TMP/r/root/etc/config/network" <<CFG
-config interface 'loopback'
-	option device 'lo'
-	option proto 'static'
-	option ipaddr '127.0.0.1'
-	option netmask '255.0.0.0'
-
-config interface 'wan'
-	option device 'rwan'
-	option proto 'static'
-	option ipaddr '10.231.0.1'
-	option netmask '255.255.255.0'
-	option gateway '10.231.0.2'
+$(ow_network_head)
 
 config interface 'wg0'
 	option proto 'solowg'
