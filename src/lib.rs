@@ -46,3 +46,5 @@ pub(crate) mod proto;
 pub mod sys;
 #[cfg(not(feature = "internals"))]
 pub(crate) mod sys;
+#[cfg(test)]
+pub(crate) mod testing;

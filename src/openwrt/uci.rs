@@ -709,6 +709,7 @@ impl Builder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::TestRng;
 
     fn single(v: &str) -> Value {
         Value::Single(v.into())
@@ -999,22 +1000,6 @@ mod tests {
         assert_eq!(pkg.sections[0].get("d"), Some(&single("x\u{fffd}y")));
     }
 
-    /// xorshift64*: a fixed-seed generator, so failures reproduce.
-    struct Rng(u64);
-
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 >> 12;
-            self.0 ^= self.0 << 25;
-            self.0 ^= self.0 >> 27;
-            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-        }
-
-        fn below(&mut self, n: usize) -> usize {
-            (self.next() % n as u64) as usize
-        }
-    }
-
     fn check_invariants(input: &[u8]) {
         let (pkg, errs) = parse_bytes(input);
         let lines = input.iter().filter(|&&c| c == b'\n').count() + 1;
@@ -1101,27 +1086,27 @@ mod tests {
             "\tlist addresses '10.0.0.1/24'\n\toption d \"a\\\"b\" # c\nconfig solowg_wg0\n",
             "\toption description 'it'\\''s\nmulti'; option x y\n",
         );
-        let mut rng = Rng(0x5eed_1234_abcd_0001);
+        let mut rng = TestRng(0x5eed_1234_abcd_0001);
         for round in 0..3000 {
             let mut input: Vec<u8> = if round % 2 == 0 {
                 seed_text.as_bytes().to_vec()
             } else {
                 Vec::new()
             };
-            for _ in 0..rng.below(24) {
-                let piece = PIECES[rng.below(PIECES.len())];
+            for _ in 0..rng.index(24) {
+                let piece = PIECES[rng.index(PIECES.len())];
                 let at = if input.is_empty() {
                     0
                 } else {
-                    rng.below(input.len() + 1)
+                    rng.index(input.len() + 1)
                 };
-                match rng.below(4) {
+                match rng.index(4) {
                     0 if !input.is_empty() => {
-                        let end = (at + rng.below(4)).min(input.len());
+                        let end = (at + rng.index(4)).min(input.len());
                         input.drain(at.min(end)..end);
                     }
                     1 if !input.is_empty() => {
-                        let i = rng.below(input.len());
+                        let i = rng.index(input.len());
                         input[i] = rng.next() as u8;
                     }
                     _ => {

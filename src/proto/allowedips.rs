@@ -449,6 +449,7 @@ pub fn parse_prefix_or_host(s: &str) -> Option<(IpAddr, u8)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::TestRng;
     use std::str::FromStr;
 
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -749,23 +750,6 @@ mod tests {
         }
     }
 
-    /// xorshift64* — deterministic and dependency-free.
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 >> 12;
-            self.0 ^= self.0 << 25;
-            self.0 ^= self.0 >> 27;
-            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-        }
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
-        fn u128(&mut self) -> u128 {
-            (u128::from(self.next()) << 64) | u128::from(self.next())
-        }
-    }
-
     /// Naive reference: a list of (network, cidr, value) searched linearly.
     /// Keys are u128 with v4 in the low 32 bits; `bits` is the family width.
     struct Model {
@@ -835,7 +819,7 @@ mod tests {
     }
 
     fn differential(seed: u64, ops: usize) {
-        let mut rng = Rng(seed);
+        let mut rng = TestRng(seed);
         let mut t = AllowedIps::new();
         let mut models = [
             Model {

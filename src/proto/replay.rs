@@ -97,6 +97,7 @@ impl ReplayWindow {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::TestRng;
     use std::collections::BTreeSet;
 
     const W: u64 = WINDOW_SIZE;
@@ -242,23 +243,10 @@ mod tests {
         }
     }
 
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 >> 12;
-            self.0 ^= self.0 << 25;
-            self.0 ^= self.0 >> 27;
-            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-        }
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
-    }
-
     #[test]
     fn differential_against_naive_model() {
         for seed in 1..=20u64 {
-            let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+            let mut rng = TestRng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15));
             let mut w = ReplayWindow::default();
             let mut m = Model::default();
             let mut base = match seed % 3 {
