@@ -143,19 +143,61 @@ pub(crate) fn ne_u32(b: &[u8], at: usize) -> Option<u32> {
     Some(u32::from_ne_bytes(b.get(at..at + 4)?.try_into().ok()?))
 }
 
-/// Walks netlink messages (native byte order, 4-byte aligned) and their link attributes.
-pub fn parse(mut b: &[u8], ifindex: i32, out: &mut Vec<LinkEvent>) {
+/// One netlink message of a buffer: its type, sequence number, where it starts in the buffer,
+/// and its body (after the 16-byte header).
+pub(crate) struct Message<'a> {
+    pub kind: u16,
+    pub seq: u32,
+    pub at: usize,
+    pub body: &'a [u8],
+}
+
+/// The messages of `buf` (native byte order, each 4-byte aligned), in order: `Ok` for each
+/// whole one, then one `Err(())` where a header's length is impossible (the walk ends there;
+/// a tail too short for a header ends it silently).
+pub(crate) fn messages(buf: &[u8]) -> impl Iterator<Item = Result<Message<'_>, ()>> {
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        let b = buf.get(at..).filter(|b| b.len() >= NLMSG_HDR)?;
+        let len = ne_u32(b, 0)? as usize;
+        if len < NLMSG_HDR || len > b.len() {
+            at = buf.len();
+            return Some(Err(()));
+        }
+        let m = Message {
+            kind: ne_u16(b, 4)?,
+            seq: ne_u32(b, 8)?,
+            at,
+            body: &b[NLMSG_HDR..len],
+        };
+        at = (at + ((len + 3) & !3)).min(buf.len());
+        Some(Ok(m))
+    })
+}
+
+/// The route attributes from `b` on: (type without its flag bits, payload); ends at the
+/// first malformed one.
+pub(crate) fn attrs(mut b: &[u8]) -> impl Iterator<Item = (u16, &[u8])> {
+    std::iter::from_fn(move || {
+        let len = ne_u16(b, 0)? as usize;
+        let kind = ne_u16(b, 2)? & 0x3fff;
+        if len < 4 || len > b.len() {
+            return None;
+        }
+        let payload = &b[4..len];
+        b = b.get((len + 3) & !3..).unwrap_or(&[]);
+        Some((kind, payload))
+    })
+}
+
+/// Walks netlink messages and their link attributes.
+pub fn parse(b: &[u8], ifindex: i32, out: &mut Vec<LinkEvent>) {
     let (mut routing, mut rules) = (false, false);
-    while b.len() >= NLMSG_HDR {
-        let Some(len) = ne_u32(b, 0).map(|l| l as usize) else {
+    for m in messages(b) {
+        // A malformed message: the whole buffer is ignored.
+        let Ok(Message { kind, body, .. }) = m else {
             return;
         };
-        if len < NLMSG_HDR || len > b.len() {
-            return;
-        }
-        let msg = &b[..len];
-        let kind = ne_u16(msg, 4).unwrap_or(0);
-        let body = &msg[NLMSG_HDR..];
         if matches!(kind, RTM_NEWNEIGH | RTM_DELNEIGH)
             && body.first() == Some(&(libc::AF_INET as u8))
         {
@@ -177,26 +219,16 @@ pub fn parse(mut b: &[u8], ifindex: i32, out: &mut Vec<LinkEvent>) {
                 if kind == RTM_DELLINK {
                     out.push(LinkEvent::Deleted);
                 } else {
-                    let mut attrs = &body[IFINFO_LEN..];
-                    while attrs.len() >= 4 {
-                        let alen = ne_u16(attrs, 0).unwrap_or(0) as usize;
-                        let atype = ne_u16(attrs, 2).unwrap_or(0) & 0x3fff;
-                        if alen < 4 || alen > attrs.len() {
-                            break;
-                        }
+                    for (atype, p) in attrs(&body[IFINFO_LEN..]) {
                         if atype == IFLA_MTU {
-                            if let Some(mtu) = ne_u32(attrs, 4) {
+                            if let Some(mtu) = ne_u32(p, 0) {
                                 out.push(LinkEvent::Mtu(mtu));
                             }
                         }
-                        let step = (alen + 3) & !3;
-                        attrs = attrs.get(step..).unwrap_or(&[]);
                     }
                 }
             }
         }
-        let step = (len + 3) & !3;
-        b = b.get(step..).unwrap_or(&[]);
     }
     if routing {
         out.push(LinkEvent::Routing);

@@ -7,7 +7,7 @@
 //! ships, and whatever holds it, such as a Wi-Fi restart, would stall the loop).
 #![allow(unsafe_code)] // socket(2), send(2), recv(2) for AF_NETLINK; ioctl(2) for devices
 
-use super::netlink::{ne_u16, ne_u32};
+use super::netlink::{attrs, messages, ne_u32, Message};
 use super::packet_tx::Path;
 use std::io;
 use std::net::{Ipv4Addr, SocketAddrV4};
@@ -80,20 +80,6 @@ pub struct RouteQuery {
     buf: Vec<u8>,
 }
 
-/// Attributes (type without flag bits, payload) from `b` on.
-fn attrs(mut b: &[u8]) -> impl Iterator<Item = (u16, &[u8])> {
-    std::iter::from_fn(move || {
-        let len = ne_u16(b, 0)? as usize;
-        let kind = ne_u16(b, 2)? & 0x3fff;
-        if len < 4 || len > b.len() {
-            return None;
-        }
-        let payload = &b[4..len];
-        b = b.get((len + 3) & !3..).unwrap_or(&[]);
-        Some((kind, payload))
-    })
-}
-
 fn ipv4(p: &[u8]) -> Option<Ipv4Addr> {
     Some(Ipv4Addr::from(<[u8; 4]>::try_from(p).ok()?))
 }
@@ -101,26 +87,20 @@ fn ipv4(p: &[u8]) -> Option<Ipv4Addr> {
 /// Where in `msgs` the body of the reply to request `seq` of type `kind` lies, or the reason
 /// it is no such reply; None if `msgs` holds no answer to `seq`.
 fn reply(msgs: &[u8], seq: u32, kind: u16) -> Option<Result<Range<usize>, Unresolved>> {
-    let mut b = msgs;
-    while b.len() >= NLMSG_HDR {
-        let len = ne_u32(b, 0)? as usize;
-        if len < NLMSG_HDR || len > b.len() {
-            return None;
-        }
-        if ne_u32(b, 8)? == seq {
-            let t = ne_u16(b, 4)?;
-            return Some(if t == kind {
-                let at = msgs.len() - b.len();
-                Ok(at + NLMSG_HDR..at + len)
+    for m in messages(msgs) {
+        let m = m.ok()?;
+        if m.seq == seq {
+            return Some(if m.kind == kind {
+                let at = m.at + NLMSG_HDR;
+                Ok(at..at + m.body.len())
             } else {
-                Err(if t == NLMSG_ERROR {
+                Err(if m.kind == NLMSG_ERROR {
                     Unresolved::Route // ENETUNREACH and the like
                 } else {
                     Unresolved::Query
                 })
             });
         }
-        b = b.get((len + 3) & !3..).unwrap_or(&[]);
     }
     None
 }
@@ -152,21 +132,21 @@ pub fn rule_uses_marks(body: &[u8], own: u32) -> bool {
 /// Some(Ok(())) once the dump is complete, Some(Err) if the kernel refused it, None if
 /// more is to come.
 fn scan_rules(msgs: &[u8], seq: u32, own: u32, found: &mut bool) -> Option<Result<(), ()>> {
-    let mut b = msgs;
-    while b.len() >= NLMSG_HDR {
-        let len = ne_u32(b, 0)? as usize;
-        if len < NLMSG_HDR || len > b.len() {
+    for m in messages(msgs) {
+        let Ok(Message {
+            kind, seq: s, body, ..
+        }) = m
+        else {
             return Some(Err(()));
-        }
-        if ne_u32(b, 8)? == seq {
-            match ne_u16(b, 4)? {
+        };
+        if s == seq {
+            match kind {
                 NLMSG_DONE => return Some(Ok(())),
                 NLMSG_ERROR => return Some(Err(())),
-                RTM_NEWRULE => *found |= rule_uses_marks(&b[NLMSG_HDR..len], own),
+                RTM_NEWRULE => *found |= rule_uses_marks(body, own),
                 _ => {}
             }
         }
-        b = b.get((len + 3) & !3..).unwrap_or(&[]);
     }
     None
 }
