@@ -304,12 +304,12 @@ impl Io {
         &mut self,
         dev: &mut Device,
         buf: &mut [u8],
-        co: &mut offload::TcpCoalescer,
+        coalescer: &mut offload::TcpCoalescer,
         charge: bool,
     ) {
         self.conns.retire_all(); // and lets failed endpoints be tried again
         let all = self.conns.take_retired();
-        self.close_conns(all, dev, buf, co, charge);
+        self.close_conns(all, dev, buf, coalescer, charge);
     }
 
     /// Follows our link's notifications; true if an address or route may have moved (the
@@ -391,10 +391,7 @@ pub struct Daemon {
     /// Boxed: a slot taken out (an interface gone) moves a pointer, not a kilobyte, so the
     /// loop's stack frame stays small (see `cli::run_foreground`).
     slots: Vec<Option<Box<Slot>>>,
-    buf: Vec<u8>,
-    tx: TxBatch,
-    co: offload::TcpCoalescer,
-    small: batch::SmallBatch,
+    bufs: PacketBuffers,
     /// When a tunnel last had data to move (see `Slot::turn`).
     data_seen: Option<Instant>,
     /// When the wall clock was last read for the devices (see `WALL_CLOCK_EVERY`).
@@ -403,13 +400,17 @@ pub struct Daemon {
     waits: u64,
 }
 
-/// The daemon's shared packet buffers, lent to one interface's turn.
-type Buffers<'a> = (
-    &'a mut Vec<u8>,
-    &'a mut TxBatch,
-    &'a mut offload::TcpCoalescer,
-    &'a mut batch::SmallBatch,
-);
+/// The daemon's shared packet buffers, lent to one interface's turn at a time.
+struct PacketBuffers {
+    /// Datagrams received from the UDP sockets, decrypted in place.
+    rx: Vec<u8>,
+    /// Packets read from the TUN device, encrypted in place and sent.
+    tx: TxBatch,
+    /// TCP segments gathered for one offloaded TUN write.
+    coalescer: offload::TcpCoalescer,
+    /// Handshake messages from the handshake sockets.
+    handshakes: batch::SmallBatch,
+}
 
 /// How long after tunnel data handshakes stay charged to their budget.
 const DATA_RECENT: Duration = Duration::from_millis(100);
@@ -426,10 +427,12 @@ impl Daemon {
             poller,
             signals,
             slots: Vec::new(),
-            buf: vec![0u8; BUF_LEN],
-            tx: TxBatch::new(1280, false),
-            co: offload::TcpCoalescer::default(),
-            small: batch::SmallBatch::default(),
+            bufs: PacketBuffers {
+                rx: vec![0u8; BUF_LEN],
+                tx: TxBatch::new(1280, false),
+                coalescer: offload::TcpCoalescer::default(),
+                handshakes: batch::SmallBatch::default(),
+            },
             data_seen: None,
             wall_read: None,
             waits: 0,
@@ -506,7 +509,7 @@ impl Daemon {
     /// Applies a configuration change to one interface with the UAPI's semantics (see
     /// `Io::apply_set`); the errno when it was refused, ENODEV for an unknown interface.
     pub fn apply(&mut self, ifname: &str, req: uapi::SetRequest) -> Result<(), i32> {
-        let buf = &mut self.buf;
+        let buf = &mut self.bufs.rx;
         let s = self
             .slots
             .iter_mut()
@@ -556,8 +559,7 @@ impl Daemon {
                 let Some(s) = self.slots[i].as_mut() else {
                     continue;
                 };
-                let bufs = (&mut self.buf, &mut self.tx, &mut self.co, &mut self.small);
-                if let Err(e) = s.turn(bufs, &mut self.data_seen) {
+                if let Err(e) = s.turn(&mut self.bufs, &mut self.data_seen) {
                     let Some(s) = self.slots[i].take() else {
                         continue;
                     };
@@ -680,9 +682,15 @@ impl Slot {
     #[inline(never)] // its own symbol, for openwrt/hot-text.ld
     fn turn(
         &mut self,
-        (buf, tx, co, small): Buffers,
+        bufs: &mut PacketBuffers,
         data_seen: &mut Option<Instant>,
     ) -> Result<(), io::Error> {
+        let PacketBuffers {
+            rx: buf,
+            tx,
+            coalescer,
+            handshakes,
+        } = bufs;
         let ready = std::mem::take(&mut self.io.ready);
         // Handshake work is charged to its budget only while some tunnel carries data (the
         // data sockets only get our sessions' messages): with nothing to protect, a storm
@@ -695,7 +703,7 @@ impl Slot {
         let (io, dev) = (&mut self.io, &mut self.dev);
         let again = &mut self.again;
         if ready.link && io.check_link(dev, buf)? {
-            io.reopen_conns(dev, buf, co, charge);
+            io.reopen_conns(dev, buf, coalescer, charge);
         }
         if ready.tun {
             let vnet = io.tun.vnet_hdr_len() != 0;
@@ -706,20 +714,20 @@ impl Slot {
             again.tun = io.drain_tun(dev, tx)?;
         }
         if ready.udp4 {
-            again.udp4 = io.drain_udp(false, dev, buf, co, charge);
+            again.udp4 = io.drain_udp(false, dev, buf, coalescer, charge);
         }
         if ready.udp6 {
-            again.udp6 = io.drain_udp(true, dev, buf, co, charge);
+            again.udp6 = io.drain_udp(true, dev, buf, coalescer, charge);
         }
         if ready.hs4 {
-            again.hs4 = io.drain_hs(false, dev, small, charge);
+            again.hs4 = io.drain_hs(false, dev, handshakes, charge);
         }
         if ready.hs6 {
-            again.hs6 = io.drain_hs(true, dev, small, charge);
+            again.hs6 = io.drain_hs(true, dev, handshakes, charge);
         }
         let conns = ready.conns & io.conns.open_mask();
         if conns != 0 {
-            again.conns = io.drain_conns(conns, dev, buf, co, charge);
+            again.conns = io.drain_conns(conns, dev, buf, coalescer, charge);
         }
         io.flush_outputs(dev, buf);
         if ready.uapi {
@@ -739,7 +747,7 @@ impl Slot {
         // datagrams is read on the next turn, with no wait, and closed then.
         let done = io.conns.sweep(now) | io.conns.take_retired();
         if done != 0 {
-            again.conns |= io.close_conns(done, dev, buf, co, charge);
+            again.conns |= io.close_conns(done, dev, buf, coalescer, charge);
             io.flush_outputs(dev, buf);
         }
         Ok(())

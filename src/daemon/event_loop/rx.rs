@@ -40,8 +40,8 @@ fn write_tun_parts(tun: &Tun, parts: &[&[u8]]) -> io::Result<usize> {
 
 impl Io {
     /// Writes a coalesced group (with TUN offload), or nothing if it is empty.
-    pub(super) fn flush_group(&self, co: &mut offload::TcpCoalescer, buf: &mut [u8]) {
-        let written = co.flush(buf, |parts| {
+    pub(super) fn flush_group(&self, coalescer: &mut offload::TcpCoalescer, buf: &mut [u8]) {
+        let written = coalescer.flush(buf, |parts| {
             stats::add(&self.stats.tun_writes, 1);
             stats::add(&self.stats.tun_tx_packets, parts.len() as u64);
             write_tun_parts(&self.tun, parts)
@@ -62,7 +62,7 @@ impl Io {
         v6: bool,
         dev: &mut Device,
         buf: &mut [u8],
-        co: &mut offload::TcpCoalescer,
+        coalescer: &mut offload::TcpCoalescer,
         charge: bool,
     ) -> bool {
         let sock = if v6 {
@@ -73,7 +73,7 @@ impl Io {
         } else {
             &self.udp4
         };
-        self.drain_sock(sock, dev, buf, co, charge)
+        self.drain_sock(sock, dev, buf, coalescer, charge)
     }
 
     /// `drain_udp` for the connected sockets whose bits are set in `ready`; returns the
@@ -83,7 +83,7 @@ impl Io {
         ready: u32,
         dev: &mut Device,
         buf: &mut [u8],
-        co: &mut offload::TcpCoalescer,
+        coalescer: &mut offload::TcpCoalescer,
         charge: bool,
     ) -> u32 {
         let mut more = 0;
@@ -93,7 +93,7 @@ impl Io {
             }
             if let Some(c) = self.conns.slot(i) {
                 c.note_received();
-                if self.drain_sock(&c.sock, dev, buf, co, charge) {
+                if self.drain_sock(&c.sock, dev, buf, coalescer, charge) {
                     more |= 1 << i;
                 }
             }
@@ -111,7 +111,7 @@ impl Io {
         mask: u32,
         dev: &mut Device,
         buf: &mut [u8],
-        co: &mut offload::TcpCoalescer,
+        coalescer: &mut offload::TcpCoalescer,
         charge: bool,
     ) -> u32 {
         let mut kept = 0;
@@ -121,7 +121,8 @@ impl Io {
             }
             if let Some(c) = self.conns.slot(i) {
                 // Each call takes up to RX_MESSAGES; a few bound this turn's time.
-                let emptied = (0..4).any(|_| !self.drain_sock(&c.sock, dev, buf, co, charge));
+                let emptied =
+                    (0..4).any(|_| !self.drain_sock(&c.sock, dev, buf, coalescer, charge));
                 if !emptied {
                     kept |= 1 << i;
                     self.conns.retire(i);
@@ -141,21 +142,21 @@ impl Io {
         buf: &mut [u8],
         at: std::ops::Range<usize>,
         vnet: bool,
-        co: &mut offload::TcpCoalescer,
+        coalescer: &mut offload::TcpCoalescer,
     ) {
         match verdict {
             // Consecutive segments coalesce across datagrams and messages alike.
             Verdict::WriteTun { start, len } if vnet => {
                 let start = at.start + start;
-                match co.add(buf, start, len) {
+                match coalescer.add(buf, start, len) {
                     Ok(()) => {}
                     Err(offload::Refused::NotNext) => {
-                        self.flush_group(co, buf);
+                        self.flush_group(coalescer, buf);
                         // Starts a group: a packet refused only for not following.
-                        let _ = co.add(buf, start, len);
+                        let _ = coalescer.add(buf, start, len);
                     }
                     Err(offload::Refused::Never) => {
-                        self.flush_group(co, buf);
+                        self.flush_group(coalescer, buf);
                         self.write_tun(buf, start, len);
                     }
                 }
@@ -171,7 +172,7 @@ impl Io {
         sock: &UdpSocket,
         dev: &mut Device,
         buf: &mut [u8],
-        co: &mut offload::TcpCoalescer,
+        coalescer: &mut offload::TcpCoalescer,
         charge: bool,
     ) -> bool {
         let vnet = self.tun.vnet_hdr_len() != 0;
@@ -216,12 +217,12 @@ impl Io {
                     let chunk = &mut buf[off..end];
                     let len = chunk.len();
                     let verdict = decapsulate_timed(dev, now, from, chunk, len, charge);
-                    self.deliver(verdict, buf, off..end, vnet, co);
+                    self.deliver(verdict, buf, off..end, vnet, coalescer);
                     off = end;
                 }
             }
             // The next receive reuses the buffer the group points into.
-            self.flush_group(co, buf);
+            self.flush_group(coalescer, buf);
             let calm = self.rx_calm.get();
             self.rx_calm
                 .set(if spilled { 0 } else { (calm + 1).min(RX_CALM) });
@@ -243,13 +244,13 @@ impl Io {
         &self,
         v6: bool,
         dev: &mut Device,
-        small: &mut batch::SmallBatch,
+        handshakes: &mut batch::SmallBatch,
         charge: bool,
     ) -> bool {
         let Some(sock) = (if v6 { &self.hs6 } else { &self.hs4 }) else {
             return false;
         };
-        let n = match batch::recv_small(sock, small) {
+        let n = match batch::recv_small(sock, handshakes) {
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
             Err(e) => {
@@ -259,7 +260,7 @@ impl Io {
         };
         let now = Instant::now();
         for i in 0..n {
-            let Some((slot, len, from, truncated)) = small.get(i) else {
+            let Some((slot, len, from, truncated)) = handshakes.get(i) else {
                 continue;
             };
             if truncated {
