@@ -29,11 +29,7 @@ here=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
 ow_setup
 for t in dnsmasq nft; do command -v "$t" >/dev/null || ow_die "missing tool: $t"; done
 start_s=$SECONDS
-NR=owr-$OW_ID NP=owp-$OW_ID
-ow_netns "$NR"
-ow_netns "$NP"
-ip link add rwan netns "$NR" type veth peer name pwan netns "$NP"
-ip -n "$NP" addr add 10.231.0.2/24 dev pwan
+ow_wan_pair
 # b's address beyond the gateway: netifd makes a host route only for such an address.
 OLD_B=10.99.0.12 NEW_B=10.99.0.22
 ip -n "$NP" addr add "$OLD_B/32" dev pwan

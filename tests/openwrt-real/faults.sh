@@ -34,11 +34,7 @@ here=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
 ow_setup
 for t in iperf3 python3; do command -v "$t" >/dev/null || ow_die "missing tool: $t"; done
 start_s=$SECONDS
-NR=owr-$OW_ID NP=owp-$OW_ID
-ow_netns "$NR"
-ow_netns "$NP"
-ip link add rwan netns "$NR" type veth peer name pwan netns "$NP"
-ip -n "$NP" addr add 10.231.0.2/24 dev pwan
+ow_wan_pair
 ip -n "$NP" link set pwan up
 SURF=$OW_TMP/surface # every output that must not hold a secret
 mkdir -p "$SURF"

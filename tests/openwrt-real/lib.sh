@@ -58,6 +58,16 @@ ow_wait() {
 	return 1
 }
 
+# ow_wan_pair: the router's namespace NR and its peer's NP, joined by a veth (rwan in NR,
+# pwan in NP at 10.231.0.2/24, still down: callers add addresses first).
+ow_wan_pair() {
+	NR=owr-$OW_ID NP=owp-$OW_ID
+	ow_netns "$NR"
+	ow_netns "$NP"
+	ip link add rwan netns "$NR" type veth peer name pwan netns "$NP"
+	ip -n "$NP" addr add 10.231.0.2/24 dev pwan
+}
+
 # ow_network_head: the start of a router's /etc/config/network, loopback and the wan on rwan
 # (10.231.0.1/24, the peer's side at .2 as gateway); the scenarios add their tunnels after it.
 ow_network_head() {

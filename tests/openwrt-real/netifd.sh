@@ -18,11 +18,7 @@ here=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
 
 ow_setup
 start_s=$SECONDS
-NR=owr-$OW_ID NP=owp-$OW_ID
-ow_netns "$NR"
-ow_netns "$NP"
-ip link add rwan netns "$NR" type veth peer name pwan netns "$NP"
-ip -n "$NP" addr add 10.231.0.2/24 dev pwan
+ow_wan_pair
 # wg1's peer by name (the router's /etc/hosts), at an address beyond the WAN gateway: the
 # daemon resolves it and asks netifd itself for the endpoint's host route (notify_proto,
 # which the ACL grants; netifd makes none for an address on a connected subnet).
