@@ -53,6 +53,8 @@ pub enum Kind {
     Text,
 }
 
+// What the files that repeat the table are checked against (tests/surface.rs).
+#[cfg(feature = "internals")]
 impl Kind {
     /// How docs/openwrt.md's type column begins for this kind.
     pub fn doc_type(self) -> String {
@@ -147,8 +149,12 @@ pub struct UciOption {
     pub name: &'static str,
     pub section: SectionKind,
     pub kind: Kind,
+    // `default` and `help` are what docs/openwrt.md is checked against; the daemon reads
+    // neither.
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))]
     /// As docs/openwrt.md writes it: a value, `none`, `random`, `generate` or `required`.
     pub default: &'static str,
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))]
     /// One line on what it does.
     pub help: &'static str,
     /// A key: wiped after parsing, never echoed, and never declared to netifd (which passes
@@ -157,6 +163,7 @@ pub struct UciOption {
     pub(crate) store: Store,
 }
 
+#[cfg(feature = "internals")]
 impl UciOption {
     /// Whether netifd's handler declares it (`proto_config_add_*`): every interface option
     /// but the selector and the secrets, so that netifd sees their changes.
