@@ -499,10 +499,11 @@ fn rpcd_acl_grants_methods_by_access() {
         }
     }
     for (name, modes) in granted {
-        problems.push(format!(
-            "{RPCD_ACL}: '{name}' under {:?}.ubus.{OBJECT} is not a method of the daemon",
-            modes
-        ));
+        for mode in modes {
+            problems.push(format!(
+                "{RPCD_ACL}: '{name}' under {mode}.ubus.{OBJECT} is not a method of the daemon"
+            ));
+        }
     }
     assert_none(problems);
 }
