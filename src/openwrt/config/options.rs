@@ -176,11 +176,6 @@ impl UciOption {
     pub fn luci_form(&self) -> bool {
         self.kind != Kind::Proto
     }
-
-    /// Whether the daemon reads it into its configuration.
-    pub fn read_by_daemon(&self) -> bool {
-        !matches!(self.store, Store::Unread)
-    }
 }
 
 const fn opt(
