@@ -22,3 +22,6 @@ mod state;
 
 pub use managed::{Managed, Options};
 pub use methods::{object_spec, OBJECT};
+// The surface as tables, for the check of the files that repeat it (tests/surface.rs).
+#[cfg(feature = "internals")]
+pub use methods::{Access, UbusMethod, CALLS, EVENTS, METHODS};

@@ -3,6 +3,7 @@
 
 use super::diff;
 use super::managed::Managed;
+use super::methods::NOTIFY_PROTO;
 use crate::daemon::event_loop::Daemon;
 use crate::log;
 use crate::openwrt::blobmsg::Value;
@@ -11,9 +12,6 @@ use crate::openwrt::dns::{self, EndpointResolver};
 use crate::proto::uapi::{PeerChange, SetRequest};
 use std::net::IpAddr;
 use std::time::Instant;
-
-/// netifd's object for protocol handlers' announcements.
-pub(super) const NETIFD_OBJECT: &str = "network.interface";
 
 /// A peer whose endpoint is a host name, by interface and public key.
 #[derive(Clone)]
@@ -153,7 +151,7 @@ impl Managed {
         if let Some(t) = &cfg.tunlink {
             msg.push(("ifname".to_string(), Value::str(t)));
         }
-        if let Err(e) = self.ubus.call(NETIFD_OBJECT, "notify_proto", &msg) {
+        if let Err(e) = self.ubus.call(NOTIFY_PROTO.0, NOTIFY_PROTO.1, &msg) {
             log::error(format_args!(
                 "{ifname}: cannot ask netifd for the host route to {ip}: {e}"
             ));

@@ -4,7 +4,7 @@
 
 use super::diff;
 use super::endpoints::NamedEndpoint;
-use super::methods::{table, unix_now};
+use super::methods::{table, unix_now, EVENT_HANDSHAKE, EVENT_STALE};
 // Through the parent's re-exports, which nothing else uses without the `internals` feature.
 use super::{object_spec, OBJECT};
 use crate::crypto::Rng;
@@ -160,10 +160,10 @@ impl Managed {
                 let entry = seen.entry(*p.public_key).or_insert((0, false));
                 if hs != 0 && hs != entry.0 {
                     *entry = (hs, false);
-                    events.push(("solowg.handshake", name.to_string(), *p.public_key));
+                    events.push((EVENT_HANDSHAKE, name.to_string(), *p.public_key));
                 } else if hs != 0 && !entry.1 && stalled(hs) {
                     entry.1 = true;
-                    events.push(("solowg.stale", name.to_string(), *p.public_key));
+                    events.push((EVENT_STALE, name.to_string(), *p.public_key));
                 }
             }
         }

@@ -1,5 +1,6 @@
-//! The ubus methods of the `solowg` object: up, down, reload, status, genkey, pubkey and
-//! genpsk, their arguments and the shape of their replies.
+//! The ubus methods of the `solowg` object: their table ([`METHODS`]: name, arguments, who
+//! may call, handler), from which the object is published and calls are dispatched, and the
+//! shape of their replies.
 
 use super::managed::Managed;
 use crate::crypto;
@@ -17,19 +18,134 @@ use zeroize::Zeroizing;
 
 pub const OBJECT: &str = "solowg";
 
+/// netifd's method the daemon calls (host routes of resolved endpoints).
+pub const NOTIFY_PROTO: (&str, &str) = ("network.interface", "notify_proto");
+/// The other objects' methods the daemon calls: what its user's ubusd ACL must grant.
+#[cfg(feature = "internals")]
+pub const CALLS: &[(&str, &str)] = &[NOTIFY_PROTO];
+/// A peer's handshake completed.
+pub const EVENT_HANDSHAKE: &str = "solowg.handshake";
+/// A peer's handshakes stalled.
+pub const EVENT_STALE: &str = "solowg.stale";
+/// The events the daemon sends: what its user's ubusd ACL must let it send.
+#[cfg(feature = "internals")]
+pub const EVENTS: &[&str] = &[EVENT_HANDSHAKE, EVENT_STALE];
+
+/// Who may call a method: what an rpcd ACL (LuCI's) grants it under.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// Granted by a `read` ACL: shows state, changes nothing.
+    Read,
+    /// Granted by a `write` ACL.
+    Write,
+    /// Granted by no ACL: root's callers only (netifd's handler, the init script), which
+    /// ubusd lets call anything.
+    Root,
+}
+
+/// A method's answer: the status and the reply's table.
+type Reply = (Status, Option<Vec<(String, Value)>>);
+
+/// One method of the ubus object `solowg`.
+pub struct UbusMethod {
+    pub name: &'static str,
+    /// Its arguments as published (ubusd passes only these, of these types).
+    pub args: &'static [(&'static str, ArgType)],
+    // What the ACL files are checked against; ubusd and rpcd, not the daemon, enforce it.
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))]
+    pub access: Access,
+    /// The reply holds a secret: its strings are wiped once sent.
+    pub secret_reply: bool,
+    handler: fn(&mut Managed, &mut Daemon, &Value) -> Reply,
+}
+
+/// The object's methods: what the daemon publishes and what it dispatches calls to.
+pub static METHODS: &[UbusMethod] = &[
+    UbusMethod {
+        name: "status",
+        args: &[],
+        access: Access::Read,
+        secret_reply: false,
+        handler: |m, d, _| (Status::Ok, Some(m.status(d))),
+    },
+    UbusMethod {
+        name: "reload",
+        args: &[],
+        access: Access::Root,
+        secret_reply: false,
+        handler: |m, d, _| (Status::Ok, Some(m.reload(d).unwrap_or_else(error_reply))),
+    },
+    UbusMethod {
+        name: "up",
+        args: &[("interface", ArgType::String)],
+        access: Access::Root,
+        secret_reply: false,
+        handler: Managed::call_up,
+    },
+    UbusMethod {
+        name: "down",
+        args: &[("interface", ArgType::String)],
+        access: Access::Root,
+        secret_reply: false,
+        handler: Managed::call_down,
+    },
+    UbusMethod {
+        name: "genkey",
+        args: &[],
+        access: Access::Write,
+        secret_reply: true,
+        handler: Managed::call_genkey,
+    },
+    UbusMethod {
+        name: "pubkey",
+        args: &[("private_key", ArgType::String)],
+        access: Access::Write,
+        secret_reply: false,
+        handler: |_, _, args| call_pubkey(args),
+    },
+    UbusMethod {
+        name: "genpsk",
+        args: &[],
+        access: Access::Write,
+        secret_reply: true,
+        handler: Managed::call_genpsk,
+    },
+];
+
 /// The ubus object `solowg`: its methods and their arguments (also what the fuzzer drives).
 pub fn object_spec() -> ObjectSpec {
     ObjectSpec {
         path: OBJECT.to_string(),
-        methods: vec![
-            Method::new("status", &[]),
-            Method::new("reload", &[]),
-            Method::new("up", &[("interface", ArgType::String)]),
-            Method::new("down", &[("interface", ArgType::String)]),
-            Method::new("genkey", &[]),
-            Method::new("pubkey", &[("private_key", ArgType::String)]),
-            Method::new("genpsk", &[]),
-        ],
+        methods: METHODS
+            .iter()
+            .map(|m| Method::new(m.name, m.args))
+            .collect(),
+    }
+}
+
+fn error_reply(e: String) -> Vec<(String, Value)> {
+    table(vec![("error", Value::Str(e))])
+}
+
+fn arg(args: &Value, k: &str) -> Option<String> {
+    args.get(k).and_then(Value::as_str).map(str::to_string)
+}
+
+/// `pubkey`: the public key of a private one. The argument's String copy is wiped too.
+fn call_pubkey(args: &Value) -> Reply {
+    let key = arg(args, "private_key").map(Zeroizing::new).and_then(|s| {
+        let mut k = Zeroizing::new([0u8; 32]);
+        crate::proto::peer::key_from_base64_into(&s, &mut k).then_some(k)
+    });
+    match key {
+        Some(k) => (
+            Status::Ok,
+            Some(table(vec![(
+                "public_key",
+                Value::str(base64(&crypto::public_key(&k))),
+            )])),
+        ),
+        None => (Status::InvalidArgument, None),
     }
 }
 
@@ -329,74 +445,60 @@ impl Managed {
         ])
     }
 
+    fn call_up(&mut self, d: &mut Daemon, args: &Value) -> Reply {
+        let Some(i) = arg(args, "interface") else {
+            return (Status::InvalidArgument, None);
+        };
+        match self.up(d, &i) {
+            Ok(t) => (Status::Ok, Some(t)),
+            Err(e) => {
+                log::error(format_args!("up {i}: {e}"));
+                (Status::Ok, Some(error_reply(e)))
+            }
+        }
+    }
+
+    fn call_down(&mut self, d: &mut Daemon, args: &Value) -> Reply {
+        match arg(args, "interface") {
+            None => (Status::InvalidArgument, None),
+            Some(i) if self.down(d, &i) => (Status::Ok, None),
+            Some(_) => (Status::NotFound, None),
+        }
+    }
+
+    fn call_genkey(&mut self, _: &mut Daemon, _: &Value) -> Reply {
+        let k = self.new_private_key();
+        let public = crypto::public_key(&k);
+        let data = table(vec![
+            ("private_key", Value::Str(base64(&k[..]))),
+            ("public_key", Value::str(base64(&public))),
+        ]);
+        (Status::Ok, Some(data))
+    }
+
+    fn call_genpsk(&mut self, _: &mut Daemon, _: &Value) -> Reply {
+        let mut k = Zeroizing::new([0u8; 32]);
+        self.rng.fill(&mut k[..]);
+        (
+            Status::Ok,
+            Some(table(vec![("preshared_key", Value::Str(base64(&k[..])))])),
+        )
+    }
+
     pub(super) fn answer(&mut self, d: &mut Daemon, method: &str, args: &Value, token: Token) {
-        let arg = |k: &str| args.get(k).and_then(Value::as_str).map(str::to_string);
-        let (status, data) = match method {
-            "status" => (Status::Ok, Some(self.status(d))),
-            "reload" => match self.reload(d) {
-                Ok(t) => (Status::Ok, Some(t)),
-                Err(e) => (Status::Ok, Some(table(vec![("error", Value::Str(e))]))),
-            },
-            "up" => match arg("interface") {
-                None => (Status::InvalidArgument, None),
-                Some(i) => match self.up(d, &i) {
-                    Ok(t) => (Status::Ok, Some(t)),
-                    Err(e) => {
-                        log::error(format_args!("up {i}: {e}"));
-                        (Status::Ok, Some(table(vec![("error", Value::Str(e))])))
-                    }
-                },
-            },
-            "down" => match arg("interface") {
-                None => (Status::InvalidArgument, None),
-                Some(i) => {
-                    let found = self.down(d, &i);
-                    (if found { Status::Ok } else { Status::NotFound }, None)
-                }
-            },
-            "genkey" => {
-                let k = self.new_private_key();
-                let public = crypto::public_key(&k);
-                let data = table(vec![
-                    ("private_key", Value::Str(base64(&k[..]))),
-                    ("public_key", Value::str(base64(&public))),
-                ]);
-                (Status::Ok, Some(data))
-            }
-            // The argument is a private key: its String copy is wiped too.
-            "pubkey" => match arg("private_key").map(Zeroizing::new).and_then(|s| {
-                let mut k = Zeroizing::new([0u8; 32]);
-                crate::proto::peer::key_from_base64_into(&s, &mut k).then_some(k)
-            }) {
-                Some(k) => (
-                    Status::Ok,
-                    Some(table(vec![(
-                        "public_key",
-                        Value::str(base64(&crypto::public_key(&k))),
-                    )])),
-                ),
-                None => (Status::InvalidArgument, None),
-            },
-            "genpsk" => {
-                let mut k = Zeroizing::new([0u8; 32]);
-                self.rng.fill(&mut k[..]);
-                (
-                    Status::Ok,
-                    Some(table(vec![("preshared_key", Value::Str(base64(&k[..])))])),
-                )
-            }
-            _ => (Status::MethodNotFound, None),
+        let found = METHODS.iter().find(|m| m.name == method);
+        let (status, data) = match found {
+            Some(m) => (m.handler)(self, d, args),
+            None => (Status::MethodNotFound, None),
         };
         if let Err(e) = self.ubus.reply(token, status, data.as_deref()) {
             log::verbose(format_args!("ubus reply to {method} failed: {e}"));
         }
         // genkey/genpsk replies carry a secret in base64: wipe the reply's strings.
-        if let Some(mut t) = data {
-            if matches!(method, "genkey" | "genpsk") {
-                for (_, v) in &mut t {
-                    if let Value::Str(s) = v {
-                        zeroize::Zeroize::zeroize(s);
-                    }
+        if let Some(mut t) = data.filter(|_| found.is_some_and(|m| m.secret_reply)) {
+            for (_, v) in &mut t {
+                if let Value::Str(s) = v {
+                    zeroize::Zeroize::zeroize(s);
                 }
             }
         }
