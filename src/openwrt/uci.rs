@@ -44,7 +44,9 @@ mod render;
 mod tests;
 
 pub use error::{ErrorKind, ParseError};
-pub use parser::{parse, parse_bytes};
+pub use parser::parse;
+#[cfg(any(test, feature = "internals"))]
+pub use parser::parse_bytes;
 pub use render::{render, rendered_len};
 
 /// The value of an option.
