@@ -159,7 +159,7 @@ pub fn give_tun_device(account: &Account) -> Result<bool, String> {
 /// kernel refuses is logged and the rest still done: a daemon started without CAP_SETPCAP
 /// (say, with CAP_NET_ADMIN alone) cannot shrink its bounding set, but it can still drop
 /// what it holds.
-#[allow(unsafe_code)] // prctl(2), capset(2) and the set*id calls have no std API
+#[allow(unsafe_code)] // prctl(2) has no std API
 pub fn restrict(packet_tx: bool, account: Option<&Account>) -> Result<(), String> {
     let keep = kept(packet_tx);
     // SAFETY: prctl with integer arguments only, on this process.
@@ -170,6 +170,27 @@ pub fn restrict(packet_tx: bool, account: Option<&Account>) -> Result<(), String
         ));
     }
     // While CAP_SETPCAP is still there.
+    shrink_bounding_set(keep);
+    if let Some(a) = account {
+        switch_user(a)?;
+    }
+    keep_only(keep, packet_tx, account)?;
+    // Last: a change of user makes the process dumpable again.
+    // SAFETY: prctl with integer arguments only, on this process.
+    if unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) } != 0 {
+        log::error(format_args!(
+            "cannot make the process non-dumpable: {}",
+            io::Error::last_os_error()
+        ));
+    }
+    crate::sys::seccomp::install();
+    Ok(())
+}
+
+/// Drops from the bounding set every capability `keep` leaves out. Refused without
+/// CAP_SETPCAP: logged, and the rest of `restrict` still done.
+#[allow(unsafe_code)] // prctl(2) has no std API
+fn shrink_bounding_set(keep: u64) {
     let mut bounding_refused = None;
     for cap in 0..=last_cap().min(63) {
         if keep & (1 << cap) != 0 {
@@ -188,9 +209,12 @@ pub fn restrict(packet_tx: bool, account: Option<&Account>) -> Result<(), String
     if let Some(e) = bounding_refused {
         log::verbose(format_args!("capability bounding set left as it is: {e}"));
     }
-    if let Some(a) = account {
-        switch_user(a)?;
-    }
+}
+
+/// Leaves the permitted and effective sets at `keep` and empties the inheritable set. A
+/// failure is an error only after a switch to `account`, which needs CAP_NET_ADMIN kept.
+#[allow(unsafe_code)] // capget(2) and capset(2) have no std API
+fn keep_only(keep: u64, packet_tx: bool, account: Option<&Account>) -> Result<(), String> {
     let mut hdr = CapHeader {
         version: CAP_VERSION_3,
         pid: 0,
@@ -238,15 +262,6 @@ pub fn restrict(packet_tx: bool, account: Option<&Account>) -> Result<(), String
             ));
         }
     }
-    // Last: a change of user makes the process dumpable again.
-    // SAFETY: prctl with integer arguments only, on this process.
-    if unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) } != 0 {
-        log::error(format_args!(
-            "cannot make the process non-dumpable: {}",
-            io::Error::last_os_error()
-        ));
-    }
-    crate::sys::seccomp::install();
     Ok(())
 }
 

@@ -78,6 +78,19 @@ pub fn allowed() -> Vec<libc::c_long> {
         libc::SYS_close,
         libc::SYS_ioctl, // TUN set-up, FIONBIO, interface index and MTU
     ]);
+    rarer_calls(&mut v);
+    v
+}
+
+/// The rest of [`allowed`]'s list, after the calls of every loop turn: sockets and devices,
+/// files, memory, randomness and the end of the process.
+#[cfg(any(
+    all(target_arch = "x86_64", target_pointer_width = "64"),
+    all(target_arch = "aarch64", target_pointer_width = "64"),
+    target_arch = "arm",
+    target_arch = "mips"
+))]
+fn rarer_calls(v: &mut Vec<libc::c_long>) {
     // Sockets and devices opened after the start: interfaces brought up later, UAPI and DNS
     // sockets, route queries, the packet socket.
     v.extend_from_slice(&[
@@ -134,7 +147,6 @@ pub fn allowed() -> Vec<libc::c_long> {
     ]);
     // The end: exit_group, and exit, which musl's _Exit falls back to.
     v.extend_from_slice(&[libc::SYS_exit_group, libc::SYS_exit]);
-    v
 }
 
 /// No list where no filter is made (AUDIT_ARCH is None): the names differ by architecture.
