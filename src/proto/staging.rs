@@ -21,7 +21,7 @@ pub const MAX_PACKETS: usize = 1024;
 /// Bytes of the ring: about 700 full-size packets, five peers' worth of a TCP window.
 pub const MAX_BYTES: usize = 1 << 20;
 
-struct Slot {
+struct StagedPacket {
     peer: PeerId,
     start: usize,
     len: usize,
@@ -34,7 +34,7 @@ pub struct Staging {
     /// The bytes; capacity MAX_BYTES once in use, length the furthest point ever written.
     ring: Vec<u8>,
     /// Every slot in the order staged, oldest first; `slots[k]` has number `first + k`.
-    slots: VecDeque<Slot>,
+    slots: VecDeque<StagedPacket>,
     first: u64,
     /// Where the next packet's bytes go.
     tail: usize,
@@ -80,7 +80,7 @@ impl Staging {
         }
         self.tail = end;
         let number = self.first + self.slots.len() as u64;
-        self.slots.push_back(Slot {
+        self.slots.push_back(StagedPacket {
             peer,
             start,
             len,
@@ -130,11 +130,11 @@ impl Staging {
     #[cfg(any(test, feature = "internals"))]
     pub fn held_bytes(&self) -> usize {
         self.ring.len()
-            + self.slots.capacity() * std::mem::size_of::<Slot>()
+            + self.slots.capacity() * std::mem::size_of::<StagedPacket>()
             + self.queues.values().map(VecDeque::capacity).sum::<usize>() * 8
     }
 
-    fn slot(&self, number: u64) -> Option<&Slot> {
+    fn slot(&self, number: u64) -> Option<&StagedPacket> {
         let k = usize::try_from(number.checked_sub(self.first)?).ok()?;
         self.slots.get(k)
     }

@@ -21,7 +21,7 @@
 //! they change. Missing CAP_NET_RAW keeps everything on the UDP socket too.
 
 use super::*;
-use crate::sys::packet_tx::{PacketTx, Path};
+use crate::sys::packet_tx::{PacketPath, PacketTx};
 use crate::sys::route_query::{RouteQuery, Unresolved};
 use std::net::SocketAddrV4;
 
@@ -34,10 +34,10 @@ const REFRESH: Duration = Duration::from_secs(1);
 const MAX_ENTRIES: usize = 32;
 const IDLE: Duration = Duration::from_secs(30);
 
-struct Entry {
+struct EndpointPath {
     to: SocketAddrV4,
     /// The path, or why there is none.
-    path: Result<Path, Unresolved>,
+    path: Result<PacketPath, Unresolved>,
     /// When it was looked up (and one datagram went through the UDP socket); None after a
     /// change: looked up again on the next send.
     checked: Option<Instant>,
@@ -47,7 +47,7 @@ struct Entry {
 
 /// How the next datagrams to an endpoint leave.
 pub(super) enum Via {
-    Packet(Path),
+    Packet(PacketPath),
     /// The UDP socket, for one datagram (then `Packet` again for the rest).
     UdpOnce,
     Udp,
@@ -58,7 +58,7 @@ pub(super) struct PacketPaths {
     /// Socket and query socket, opened on first use; None if unavailable or off.
     socks: Option<(PacketTx, RouteQuery)>,
     tried: bool,
-    entries: Vec<Entry>,
+    entries: Vec<EndpointPath>,
     /// Whether policy rules route by firewall marks (then the UDP socket for everything),
     /// for which fwmark of ours; None: to be looked up (at first, after a rule change).
     mark_rules: Option<(bool, u32)>,
@@ -110,13 +110,13 @@ impl PacketPaths {
             Some(i) => i,
             None => {
                 if self.entries.len() == MAX_ENTRIES {
-                    let idle = |e: &Entry| now.saturating_duration_since(e.used) >= IDLE;
+                    let idle = |e: &EndpointPath| now.saturating_duration_since(e.used) >= IDLE;
                     let Some(i) = self.entries.iter().position(idle) else {
                         return Via::Udp;
                     };
                     self.entries.swap_remove(i);
                 }
-                self.entries.push(Entry {
+                self.entries.push(EndpointPath {
                     to,
                     path: Err(Unresolved::Query),
                     checked: None,
@@ -159,7 +159,7 @@ impl PacketPaths {
     /// caller sends them through the UDP socket), else what the device's queue took.
     pub(super) fn send<'a>(
         &mut self,
-        path: &Path,
+        path: &PacketPath,
         port: u16,
         to: SocketAddr,
         datagrams: impl IntoIterator<Item = &'a [u8]>,
