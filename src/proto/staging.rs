@@ -1,14 +1,6 @@
-//! Packets waiting for a handshake: every peer's, in one store with a device-wide bound.
-//!
-//! A LAN host can send to the tunnel addresses of any number of peers that are down, and each
-//! such packet is kept until its peer's handshake completes or gives up (90 s). Per peer the
-//! bound is the Linux driver's (128 packets); for the device it is MAX_PACKETS packets in
-//! MAX_BYTES bytes, past which the device's oldest packet goes first, whoever's it is. So the
-//! memory that traffic to offline peers can take does not grow with the number of peers.
-//!
-//! The bytes live in one ring, reserved on first use and written in order, so only what was
-//! written is resident; it is freed when the last staged packet leaves. With nothing waiting,
-//! staging holds no memory at all.
+//! Packets waiting for a handshake: every peer's, in one store with a device-wide bound, in
+//! one ring that holds no memory while nothing waits. The bounds and why:
+//! docs/architecture.md, "Staging".
 
 use crate::proto::peer::PeerId;
 use std::collections::{HashMap, VecDeque};

@@ -1,14 +1,7 @@
 //! Giving up what the daemon does not use, once its devices and sockets exist: root itself
-//! (`--user`: the daemon's own account, the package's `solowg`), every capability but
-//! CAP_NET_ADMIN (TUN devices, fwmark, netlink, forced socket buffers), CAP_NET_BIND_SERVICE
-//! (a listen port below 1024 set later) and, only with the packet path on, CAP_NET_RAW; the
-//! same from the bounding set; no_new_privs; and not dumpable, so no core file or non-root
-//! debugger sees its keys. The router faces the internet: a bug in the data path should find
-//! as little as possible to use.
-//!
-//! The daemon switches user itself rather than through procd: procd's `user` drops every
-//! capability with root, and its `capabilities` and `no_new_privs` are applied only by
-//! ujail, which many images leave out.
+//! (`--user`), every capability but those it needs, the same from the bounding set;
+//! no_new_privs; not dumpable. What is kept and why the daemon does it itself:
+//! docs/architecture.md, "Privileges".
 
 use crate::log;
 use std::io;

@@ -1,23 +1,8 @@
 //! The daemon's system-call filter (seccomp-BPF), installed at the end of
-//! `privileges::restrict`, once the devices and sockets of the start exist. From then on the
-//! process may make only the calls the daemon's own work needs: the data path, sockets made
-//! later (TUN devices of interfaces brought up over ubus, UDP, netlink, packet, UAPI, ubus
-//! and DNS sockets), the few files it reads and writes, epoll and signalfd reads, memory,
-//! clocks, getrandom, stderr and exit. Any other call kills the process (procd restarts it):
-//! there is no fork, exec, ptrace, mount, module, bpf or kexec call on the list, so a bug in
-//! the data path that took over the thread finds nothing beyond what the daemon already does.
-//!
-//! The daemon installs it itself because procd's `seccomp` instance parameter does not reach
-//! it: procd applies that file through ujail and seccomp-trace, with LD_PRELOAD of
-//! libpreload-seccomp.so, which a static binary never loads.
-//!
-//! The list is numbers only, no arguments, so kernels with the seccomp action cache (x86_64,
-//! arm, arm64) answer allowed calls without running the program. MIPS has no such cache and
-//! runs it on every call, so the data path's calls come first in the list.
-//!
-//! `SOLOWG_SECCOMP=log` lets calls off the list through and has the kernel log them, through
-//! audit (a kernel without audit support logs nothing), to find a call the list lacks;
-//! `SOLOWG_SECCOMP=off` skips the filter.
+//! `privileges::restrict`: from then on the process may make only the calls its own work
+//! needs, and any other kills it. `SOLOWG_SECCOMP=log` has the kernel log calls off the list
+//! instead, `SOLOWG_SECCOMP=off` skips the filter. What is on the list and why the daemon
+//! installs it itself: docs/architecture.md, "System-call filter".
 
 mod call_list;
 mod program;

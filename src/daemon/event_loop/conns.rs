@@ -1,18 +1,6 @@
-//! Connected UDP sockets, one per endpoint the tunnel sends data to. The kernel routes a
-//! connected socket once and keeps the route on it; every send from the unconnected data
-//! socket looks the route up again (and copies and checks the address). Where UDP GSO is
-//! refused (a NIC without checksum offload, the design's target) each datagram is its own
-//! send, and those per-send steps were the largest kernel cost after the copies
-//! (bench/router profiles).
-//!
-//! A connected socket also receives what its endpoint sends (see `udp::connect`), so the
-//! loop reads it like the data socket. The local address it was given at connect time is
-//! pinned, so any address, route or link change closes them all (new ones are made on the
-//! next send), as does a new listen port or fwmark, or a failed send. One that has sent
-//! nothing for a sweep period is closed too (the peer roamed or went quiet). Closing drops
-//! a socket's receive queue, so where the caller cannot take it in first, a socket is
-//! retired instead: no longer sent from, still read, closed by the turn after its queue is
-//! drained (`InterfaceIo::close_conns`).
+//! Connected UDP sockets, one per endpoint the tunnel sends data to: the kernel routes a
+//! connected socket once, not on every send. When they are closed or retired:
+//! docs/architecture.md, "Connected sockets".
 
 use super::*;
 use std::cell::Cell;

@@ -1,24 +1,7 @@
-//! Off unless SOLOWG_PACKET_TX=1 (OpenWrt: `option packet_tx '1'`). Then, where UDP GSO is
-//! refused, data datagrams to IPv4 endpoints leave through a packet socket
-//! (`packet_tx`) along the path the kernel would have taken (`route_query`): route, output
-//! device and next hop, looked up per endpoint and again after any link, address, route or
-//! neighbour change. Anything that path cannot carry goes through the UDP socket as before:
-//! IPv6, devices other than Ethernet (PPPoE, tunnels), an unresolved next hop, a datagram
-//! larger than the path MTU, a failed send.
-//!
-//! Datagrams sent this way pass no netfilter hook, so the firewall's connection tracking
-//! entry for the endpoint, which lets the peer's datagrams in past an "established only"
-//! input rule, would age out while we only send. So every REFRESH at most one datagram per
-//! endpoint goes through the UDP socket (it refreshes the entry and lets the kernel confirm
-//! the neighbour), and the path is looked up again right then (a learned path MTU, a changed
-//! policy rule).
-//!
-//! What the path cannot follow is the firewall's output and postrouting rules: SNAT and
-//! masquerading, kill-switch and counting rules, and marks set on output. It is off by
-//! default for that. Marks matter most, as multi-WAN setups (mwan3, pbr) route by them: while
-//! any IPv4 policy rule selects by firewall mark, every datagram goes through the UDP socket,
-//! so the kernel routes it as the firewall marked it; rules are looked at again whenever
-//! they change. Missing CAP_NET_RAW keeps everything on the UDP socket too.
+//! The packet-socket transmit path, off unless SOLOWG_PACKET_TX=1 (OpenWrt: `option packet_tx
+//! '1'`): where UDP GSO is refused, data datagrams to IPv4 endpoints leave through a packet
+//! socket along the path the kernel would have taken, looked up per endpoint. What goes through
+//! the UDP socket instead, and why: docs/architecture.md, "Packet path".
 
 use super::*;
 use crate::sys::packet_tx::{PacketPath, PacketTx};
