@@ -26,9 +26,9 @@ pub const AUDIT_ARCH: Option<u32> = None;
 /// The 32-bit ABIs' calls with 64-bit times (Linux 5.1), which musl 1.2 makes first: their
 /// numbers are shared by every 32-bit ABI after its base, and the libc crate lacks them.
 #[cfg(target_arch = "mips")]
-const BASE: libc::c_long = 4000;
+pub(super) const BASE: libc::c_long = 4000;
 #[cfg(target_arch = "arm")]
-const BASE: libc::c_long = 0;
+pub(super) const BASE: libc::c_long = 0;
 #[cfg(any(target_arch = "arm", target_arch = "mips"))]
 const SYS_CLOCK_GETTIME64: libc::c_long = BASE + 403;
 #[cfg(any(target_arch = "arm", target_arch = "mips"))]

@@ -1,5 +1,7 @@
 //! The program run as the kernel would, the list's contents, and the filter on forked children.
 
+#[cfg(any(target_arch = "arm", target_arch = "mips"))]
+use super::call_list::BASE;
 use super::program::arg_low;
 use super::*;
 
