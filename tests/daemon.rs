@@ -46,6 +46,16 @@ const MAX_REQUEST_BYTES: usize = 4 << 20;
 
 static COUNTER: AtomicU32 = AtomicU32::new(0);
 
+/// Taken by a test that keeps its daemon busy for seconds and by one that runs `solowg show
+/// all`, which asks every daemon on the machine (their sockets share SOCK_DIR, whatever the
+/// namespace): together, the second waits out the first's time limit.
+static BUSY_OR_SHOW_ALL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// [`BUSY_OR_SHOW_ALL`], also after a test that held it failed.
+fn busy_or_show_all() -> std::sync::MutexGuard<'static, ()> {
+    BUSY_OR_SHOW_ALL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// `prefix` + pid + counter: unique across parallel tests and concurrent test processes.
 fn unique(prefix: &str) -> String {
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);

@@ -145,6 +145,7 @@ fn show_takes_wg_show_forms() {
     if skip() {
         return;
     }
+    let _turn = busy_or_show_all();
     let d = daemon();
     assert_eq!(set(&d, &full_config()), 0);
     let show = |args: &[&str]| {
