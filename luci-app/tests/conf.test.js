@@ -403,12 +403,12 @@ test('peerState: online, stale, never connected', () => {
 // DropReason::name() of the daemon, read from its source when the checkout has it.
 const fs = require('node:fs');
 const path = require('node:path');
-const deviceRs = path.resolve(__dirname, '../../src/proto/device.rs');
+const dropReasonRs = path.resolve(__dirname, '../../src/proto/device/drop_reason.rs');
 
-test('dropReasonText: a short text for every drop counter the daemon reports', { skip: fs.existsSync(deviceRs) ? false : `${deviceRs} not in this checkout` }, () => {
-	const src = fs.readFileSync(deviceRs, 'utf8');
+test('dropReasonText: a short text for every drop counter the daemon reports', { skip: fs.existsSync(dropReasonRs) ? false : `${dropReasonRs} not in this checkout` }, () => {
+	const src = fs.readFileSync(dropReasonRs, 'utf8');
 	const body = (/pub fn name\(self\) -> &'static str \{([\s\S]*?)\n    \}/.exec(src) || [])[1];
-	assert.ok(body, 'DropReason::name found in src/proto/device.rs');
+	assert.ok(body, 'DropReason::name found in src/proto/device/drop_reason.rs');
 	const names = [...body.matchAll(/DropReason::\w+ => "([a-z0-9_]+)"/g)].map((m) => m[1]);
 	const all = (/pub const ALL: \[DropReason; (\d+)\]/.exec(src) || [])[1];
 	assert.equal(names.length, +all, `every reason of DropReason::ALL has a name (${names.length} of ${all})`);

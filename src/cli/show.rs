@@ -292,18 +292,24 @@ pub fn field(ifname: &str, info: &Info, what: Field, prefix: bool) -> Zeroizing<
     } else {
         String::new()
     };
-    let none = || "(none)".to_string();
+    interface_field(&mut out, &lead, info, what);
+    for p in &info.peers {
+        peer_field(&mut out, &lead, p, what);
+    }
+    out
+}
+
+/// What `wg show` prints for a key or list that is not there.
+fn none() -> String {
+    "(none)".to_string()
+}
+
+/// The interface's own line of [`field`], for the fields that have one.
+fn interface_field(out: &mut String, lead: &str, info: &Info, what: Field) {
     let private = || {
         info.private_key
             .as_ref()
             .map_or_else(none, |k| base64(&k[..]))
-    };
-    let keepalive = |k: u16| {
-        if k == 0 {
-            "off".to_string()
-        } else {
-            k.to_string()
-        }
     };
     let fwmark = if info.fwmark == 0 {
         "off".to_string()
@@ -334,45 +340,53 @@ pub fn field(ifname: &str, info: &Info, what: Field, prefix: bool) -> Zeroizing<
         }
         _ => {}
     }
-    for p in &info.peers {
-        let key = key_text(p.public_key.as_ref());
-        let psk = Zeroizing::new(
-            p.preshared_key
-                .as_ref()
-                .map_or_else(none, |k| base64(&k[..])),
-        );
-        let endpoint = p.endpoint.clone().unwrap_or_else(none);
-        let ips = |sep: &str| {
-            if p.allowed_ips.is_empty() {
-                none()
-            } else {
-                p.allowed_ips.join(sep)
-            }
-        };
-        let _ = match what {
-            Field::Peers => writeln!(out, "{lead}{key}"),
-            Field::PresharedKeys => writeln!(out, "{lead}{key}\t{}", psk.as_str()),
-            Field::Endpoints => writeln!(out, "{lead}{key}\t{endpoint}"),
-            Field::AllowedIps => writeln!(out, "{lead}{key}\t{}", ips(" ")),
-            Field::LatestHandshakes => writeln!(out, "{lead}{key}\t{}", p.handshake_sec),
-            Field::PersistentKeepalive => {
-                writeln!(out, "{lead}{key}\t{}", keepalive(p.keepalive))
-            }
-            Field::Transfer => writeln!(out, "{lead}{key}\t{}\t{}", p.rx, p.tx),
-            Field::Dump => writeln!(
-                out,
-                "{lead}{key}\t{}\t{endpoint}\t{}\t{}\t{}\t{}\t{}",
-                psk.as_str(),
-                ips(","),
-                p.handshake_sec,
-                p.rx,
-                p.tx,
-                keepalive(p.keepalive)
-            ),
-            _ => Ok(()),
-        };
-    }
-    out
+}
+
+/// One peer's line of [`field`], for the fields that have one.
+fn peer_field(out: &mut String, lead: &str, p: &PeerInfo, what: Field) {
+    let keepalive = |k: u16| {
+        if k == 0 {
+            "off".to_string()
+        } else {
+            k.to_string()
+        }
+    };
+    let key = key_text(p.public_key.as_ref());
+    let psk = Zeroizing::new(
+        p.preshared_key
+            .as_ref()
+            .map_or_else(none, |k| base64(&k[..])),
+    );
+    let endpoint = p.endpoint.clone().unwrap_or_else(none);
+    let ips = |sep: &str| {
+        if p.allowed_ips.is_empty() {
+            none()
+        } else {
+            p.allowed_ips.join(sep)
+        }
+    };
+    let _ = match what {
+        Field::Peers => writeln!(out, "{lead}{key}"),
+        Field::PresharedKeys => writeln!(out, "{lead}{key}\t{}", psk.as_str()),
+        Field::Endpoints => writeln!(out, "{lead}{key}\t{endpoint}"),
+        Field::AllowedIps => writeln!(out, "{lead}{key}\t{}", ips(" ")),
+        Field::LatestHandshakes => writeln!(out, "{lead}{key}\t{}", p.handshake_sec),
+        Field::PersistentKeepalive => {
+            writeln!(out, "{lead}{key}\t{}", keepalive(p.keepalive))
+        }
+        Field::Transfer => writeln!(out, "{lead}{key}\t{}\t{}", p.rx, p.tx),
+        Field::Dump => writeln!(
+            out,
+            "{lead}{key}\t{}\t{endpoint}\t{}\t{}\t{}\t{}\t{}",
+            psk.as_str(),
+            ips(","),
+            p.handshake_sec,
+            p.rx,
+            p.tx,
+            keepalive(p.keepalive)
+        ),
+        _ => Ok(()),
+    };
 }
 
 /// Validates a base64 key argument (used by the ubus `pubkey` method too).

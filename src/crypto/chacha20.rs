@@ -1,21 +1,6 @@
 //! ChaCha20 (RFC 8439 §2.3-2.4: 32-bit block counter, 96-bit nonce), written for 32-bit
-//! single-issue cores such as the MIPS 24Kc.
-//!
-//! Design notes; figures are MIPS32r2 instructions for 1420 bytes from block 1 (`aead-bench
-//! chacha`, i.e. 23 blocks), counted with /work/shared/tools/mips-bench.sh:
-//! - The 16 working words are plain locals so LLVM keeps them all in registers; `rotate_left`
-//!   becomes a single `rotr` on mips32r2. A plain 10-iteration double-round loop: 26417.
-//! - Full unroll (-1668) plus doing the counter-independent part of the first column round
-//!   once per message (-52 here, -36 per block with a rounds loop): 24697 (17.39 per byte).
-//!   A 3x3 loop instead costs +308 but halves the code (2.3 KB instead of 4.5 KB).
-//! - Full 64-byte blocks are XORed straight in the caller's buffer: no keystream buffer. Aligned
-//!   buffers use word loads/stores (-688 vs `lwl`/`lwr` + `swl`/`swr`), see `as_aligned_words`.
-//! - Data words are XORed in native byte order with the keystream word byte-swapped (`to_le`):
-//!   XOR is bytewise, so `le(d) ^ k == ne(d) ^ le(k)`, one swap (`wsbh` + `rotr`) per word on
-//!   big-endian instead of two. (LLVM finds the same for `from_le_bytes`/`to_le_bytes`.)
-//! - The block function is expanded in exactly two places (`xor_words`, `xor_bytes`); the final
-//!   partial block and single blocks go through `xor_words` too, so an aligned packet runs one
-//!   copy of the round code (I-cache).
+//! single-issue cores such as the MIPS 24Kc. The design choices and their instruction counts:
+//! docs/architecture.md, "ChaCha20 on 32-bit cores".
 
 use zeroize::Zeroize;
 

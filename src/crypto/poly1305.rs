@@ -1,19 +1,8 @@
-//! Poly1305 one-time authenticator (RFC 8439 §2.5), tuned for 32-bit MIPS.
-//!
-//! Arithmetic is in radix 2^32: the accumulator is `h[0..4]` (32 bits each) plus a small
-//! top limb `h[4]`, the clamped key `r` is four 32-bit words. Clamping clears the top four
-//! bits of every `r` word and the low two bits of `r[1..3]`, so
-//! - a column of 4-5 products `h[i] * r[j]` (each < 2^60) fits a 64-bit accumulator; on MIPS
-//!   that is one `multu` and a chain of `maddu` into HI/LO per column;
-//! - wrapping a product past 2^128 multiplies it by 2^-128·(2^130 mod p) = 5/4, and
-//!   `r[j] * 5/4 = r[j] + (r[j] >> 2)` is exact.
-//!
-//! Block functions: `portable::blocks` everywhere, and on `target_arch = "mips"` (both
-//! endiannesses, MIPS32r2) `mips::blocks`, hand-written assembly in `src/crypto/asm/poly1305-mips.S`.
-//! Both keep the same state invariant (see `State`), so one finalisation serves both.
-//!
-//! Constant time: no branch or index depends on the key, the accumulator or the message
-//! contents (only on lengths); the final reduction is a masked select.
+//! Poly1305 one-time authenticator (RFC 8439 §2.5), tuned for 32-bit MIPS: radix 2^32 (the
+//! arithmetic: docs/architecture.md, "Poly1305 in radix 2^32"). Block functions:
+//! `portable::blocks` everywhere, and on MIPS32r2 (both endiannesses) `mips::blocks` in
+//! `src/crypto/asm/poly1305-mips.S`; one finalisation serves both. Constant time: no branch or
+//! index depends on the key, the accumulator or the message contents.
 
 use zeroize::Zeroize;
 

@@ -29,7 +29,7 @@ mod rx;
 mod tx;
 mod uapi_clients;
 
-use conns::{Conns, CONN_TOKEN, MAX_CONNS};
+use conns::{ConnectedSockets, CONN_TOKEN, MAX_CONNS};
 use packet_paths::{PacketPaths, Via};
 use tx::{TxBatch, TX_TAILROOM};
 use uapi_clients::{Client, PendingSet, CLIENT_IDLE};
@@ -47,7 +47,7 @@ const RX_MESSAGES: usize = 256;
 const RX_CALM: u8 = 8;
 
 /// One interface's sources and UAPI clients. Its tokens are `base + *_TOKEN`.
-pub struct Io {
+pub struct InterfaceIo {
     reg: Registry,
     base: u64,
     tun: Tun,
@@ -57,7 +57,7 @@ pub struct Io {
     hs4: Option<UdpSocket>,
     hs6: Option<UdpSocket>,
     /// Connected sockets per endpoint (see `conns`), on `port` with `fwmark`.
-    conns: Conns,
+    conns: ConnectedSockets,
     port: u16,
     fwmark: u32,
     uapi: UnixListener,
@@ -74,7 +74,7 @@ pub struct Io {
     /// Without GSO: the packet-socket transmit path (see `packet_paths`).
     packet: PacketPaths,
     /// What epoll reported for this interface in the current turn.
-    ready: Ready,
+    ready: ReadySources,
     stats: Stats,
     /// `sendmmsg` arrays for batches sent without GSO (borrowed only inside one send).
     sendmany: std::cell::RefCell<batch::SendMany>,
@@ -89,7 +89,7 @@ pub struct Io {
 }
 
 #[derive(Clone, Copy, Default)]
-struct Ready {
+struct ReadySources {
     tun: bool,
     udp4: bool,
     udp6: bool,
@@ -102,7 +102,7 @@ struct Ready {
     link: bool,
 }
 
-impl Ready {
+impl ReadySources {
     fn any(&self) -> bool {
         self.tun
             || self.udp4
@@ -116,8 +116,8 @@ impl Ready {
     }
 
     /// A new interface's first turn looks at every source.
-    fn everything() -> Ready {
-        Ready {
+    fn everything() -> ReadySources {
+        ReadySources {
             tun: true,
             udp4: true,
             udp6: true,
@@ -152,7 +152,7 @@ pub enum Exit {
     InterfaceGone(io::Error),
 }
 
-impl Io {
+impl InterfaceIo {
     pub fn new(
         tun: Tun,
         udp: UdpPair,
@@ -160,7 +160,7 @@ impl Io {
         uapi: UnixListener,
         reg: Registry,
         base: u64,
-    ) -> io::Result<Io> {
+    ) -> io::Result<InterfaceIo> {
         let ifname = tun.name().to_string();
         let link = LinkMonitor::new(&ifname)?;
         uapi.set_nonblocking(true)?;
@@ -177,7 +177,7 @@ impl Io {
         if let Some(s) = &udp.hs6 {
             reg.add(s.as_fd(), base + HS6_TOKEN, Interest::Read)?;
         }
-        Ok(Io {
+        Ok(InterfaceIo {
             reg,
             base,
             link,
@@ -190,14 +190,14 @@ impl Io {
             udp6: udp.v6,
             hs4: udp.hs4,
             hs6: udp.hs6,
-            conns: Conns::default(),
+            conns: ConnectedSockets::default(),
             port: udp.port,
             fwmark,
             uapi,
             clients: Vec::new(),
             next_client_token: CLIENT_TOKEN,
             applying: None,
-            ready: Ready::default(),
+            ready: ReadySources::default(),
             stats: Stats::default(),
             sendmany: Default::default(),
             recvmany: Default::default(),
@@ -364,12 +364,12 @@ impl Io {
 }
 
 /// An interface served by the loop: its sources and its protocol state.
-pub struct Slot {
-    pub io: Io,
+pub struct Interface {
+    pub io: InterfaceIo,
     pub dev: Device,
     /// Sources that still had input when their batch ran out (edge-triggered epoll would
     /// not report those again), or everything right after the interface was added.
-    again: Ready,
+    again: ReadySources,
 }
 
 /// What the daemon adds around its interfaces in managed mode (ubus, configuration, name
@@ -390,9 +390,9 @@ pub struct Daemon {
     signals: SignalFd,
     /// Boxed: a slot taken out (an interface gone) moves a pointer, not a kilobyte, so the
     /// loop's stack frame stays small (see `cli::run_foreground`).
-    slots: Vec<Option<Box<Slot>>>,
+    slots: Vec<Option<Box<Interface>>>,
     bufs: PacketBuffers,
-    /// When a tunnel last had data to move (see `Slot::turn`).
+    /// When a tunnel last had data to move (see `Interface::turn`).
     data_seen: Option<Instant>,
     /// When the wall clock was last read for the devices (see `WALL_CLOCK_EVERY`).
     wall_read: Option<Instant>,
@@ -458,7 +458,7 @@ impl Daemon {
                 self.slots.len() - 1
             }
         };
-        let io = Io::new(
+        let io = InterfaceIo::new(
             tun,
             udp,
             dev.fwmark,
@@ -466,17 +466,17 @@ impl Daemon {
             self.poller.registry(),
             (i as u64 + 1) << SLOT_SHIFT,
         )?;
-        self.slots[i] = Some(Box::new(Slot {
+        self.slots[i] = Some(Box::new(Interface {
             io,
             dev,
-            again: Ready::everything(),
+            again: ReadySources::everything(),
         }));
         Ok(())
     }
 
     /// Stops serving an interface; dropping the slot closes its TUN (the link goes) and
     /// sockets (they leave the epoll set by themselves).
-    pub fn remove(&mut self, ifname: &str) -> Option<Box<Slot>> {
+    pub fn remove(&mut self, ifname: &str) -> Option<Box<Interface>> {
         let i = self
             .slots
             .iter()
@@ -484,16 +484,16 @@ impl Daemon {
         self.slots[i].take()
     }
 
-    pub fn get(&self, ifname: &str) -> Option<&Slot> {
+    pub fn get(&self, ifname: &str) -> Option<&Interface> {
         self.slots().find(|s| s.io.ifname == ifname)
     }
 
-    pub fn slots(&self) -> impl Iterator<Item = &Slot> {
+    pub fn slots(&self) -> impl Iterator<Item = &Interface> {
         self.slots.iter().flatten().map(|s| &**s)
     }
 
     /// Sets an interface's MTU: its TUN's, and the device's at once (padding follows it, and
-    /// the TX buffers grow on the next TUN read if it grew, see `Slot::turn`).
+    /// the TX buffers grow on the next TUN read if it grew, see `Interface::turn`).
     pub fn set_mtu(&mut self, ifname: &str, mtu: u32) -> io::Result<()> {
         let s = self
             .slots
@@ -507,7 +507,7 @@ impl Daemon {
     }
 
     /// Applies a configuration change to one interface with the UAPI's semantics (see
-    /// `Io::apply_set`); the errno when it was refused, ENODEV for an unknown interface.
+    /// `InterfaceIo::apply_set`); the errno when it was refused, ENODEV for an unknown interface.
     pub fn apply(&mut self, ifname: &str, req: uapi::SetRequest) -> Result<(), i32> {
         let buf = &mut self.bufs.rx;
         let s = self
@@ -676,7 +676,7 @@ impl Daemon {
     }
 }
 
-impl Slot {
+impl Interface {
     /// One loop turn for this interface: drains what is ready, serves UAPI clients, runs
     /// the protocol timers. An error means the interface is gone.
     #[inline(never)] // its own symbol, for openwrt/hot-text.ld

@@ -1,18 +1,7 @@
 //! `solowg export`: what root hands the daemon, which runs as its own user on OpenWrt.
-//!
-//! The daemon cannot read /etc/config/network there: libuci writes a committed file anew,
-//! mode 0600, owned by root. Nor should it: the file also holds what the daemon has no use
-//! for (PPPoE passwords, other tunnels' keys). netifd's handler and the init script, both
-//! root, run this before each `up` and `reload`. It
-//! 1. makes a private key for each `proto solowg` interface without one and saves it with
-//!    `uci batch` (the key on its standard input, never in its arguments), as the kernel
-//!    WireGuard handler keeps a generated key, so the tunnel keeps its identity;
-//! 2. writes those interfaces and their peer sections, nothing else, to `<dir>/network`,
-//!    mode 0600, owned by the owner of `<dir>` (the daemon makes the directory its own when
-//!    it starts), replacing the previous copy in one rename.
-//!
-//! A network file with syntax errors is not handed over: the daemon keeps what it has, as
-//! its `reload` does with such a file.
+//! netifd's handler and the init script run it before each `up` and `reload`: it generates
+//! missing private keys (saved with `uci batch`) and writes the `proto solowg` interfaces and
+//! their peers to `<dir>/network`. Why and how: docs/architecture.md, "Hand-over".
 
 use crate::crypto::Rng;
 use crate::openwrt::config::{self, ErrorScope, KeySpec};

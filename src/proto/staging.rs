@@ -1,14 +1,6 @@
-//! Packets waiting for a handshake: every peer's, in one store with a device-wide bound.
-//!
-//! A LAN host can send to the tunnel addresses of any number of peers that are down, and each
-//! such packet is kept until its peer's handshake completes or gives up (90 s). Per peer the
-//! bound is the Linux driver's (128 packets); for the device it is MAX_PACKETS packets in
-//! MAX_BYTES bytes, past which the device's oldest packet goes first, whoever's it is. So the
-//! memory that traffic to offline peers can take does not grow with the number of peers.
-//!
-//! The bytes live in one ring, reserved on first use and written in order, so only what was
-//! written is resident; it is freed when the last staged packet leaves. With nothing waiting,
-//! staging holds no memory at all.
+//! Packets waiting for a handshake: every peer's, in one store with a device-wide bound, in
+//! one ring that holds no memory while nothing waits. The bounds and why:
+//! docs/architecture.md, "Staging".
 
 use crate::proto::peer::PeerId;
 use std::collections::{HashMap, VecDeque};
@@ -21,7 +13,7 @@ pub const MAX_PACKETS: usize = 1024;
 /// Bytes of the ring: about 700 full-size packets, five peers' worth of a TCP window.
 pub const MAX_BYTES: usize = 1 << 20;
 
-struct Slot {
+struct StagedPacket {
     peer: PeerId,
     start: usize,
     len: usize,
@@ -34,7 +26,7 @@ pub struct Staging {
     /// The bytes; capacity MAX_BYTES once in use, length the furthest point ever written.
     ring: Vec<u8>,
     /// Every slot in the order staged, oldest first; `slots[k]` has number `first + k`.
-    slots: VecDeque<Slot>,
+    slots: VecDeque<StagedPacket>,
     first: u64,
     /// Where the next packet's bytes go.
     tail: usize,
@@ -80,7 +72,7 @@ impl Staging {
         }
         self.tail = end;
         let number = self.first + self.slots.len() as u64;
-        self.slots.push_back(Slot {
+        self.slots.push_back(StagedPacket {
             peer,
             start,
             len,
@@ -130,11 +122,11 @@ impl Staging {
     #[cfg(any(test, feature = "internals"))]
     pub fn held_bytes(&self) -> usize {
         self.ring.len()
-            + self.slots.capacity() * std::mem::size_of::<Slot>()
+            + self.slots.capacity() * std::mem::size_of::<StagedPacket>()
             + self.queues.values().map(VecDeque::capacity).sum::<usize>() * 8
     }
 
-    fn slot(&self, number: u64) -> Option<&Slot> {
+    fn slot(&self, number: u64) -> Option<&StagedPacket> {
         let k = usize::try_from(number.checked_sub(self.first)?).ok()?;
         self.slots.get(k)
     }

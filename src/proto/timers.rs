@@ -1,17 +1,7 @@
-//! Protocol timers, one deadline per rule, named after the Linux driver's timers.
-//!
-//! The data path calls the event hooks below; `Device::update_timers` fires what expired.
-//! Deadlines are plain `Option<Instant>`s: nothing here reads a clock or sleeps, and the
-//! event loop sleeps until `earliest()` of all peers. The rules:
-//! - retransmit_handshake: REKEY_TIMEOUT (+ jitter) after sending an initiation with no
-//!   response; retried until REKEY_ATTEMPT_TIME, then we give up and drop staged packets.
-//! - send_keepalive: KEEPALIVE_TIMEOUT after receiving data when we sent nothing back, so
-//!   the peer learns its packets arrived (passive keepalive).
-//! - new_handshake: KEEPALIVE_TIMEOUT + REKEY_TIMEOUT (+ jitter) after sending data when
-//!   nothing authenticated came back: the session seems dead, start a new handshake.
-//! - zero_key_material: 3 * REJECT_AFTER_TIME after the last new session: erase all keys.
-//! - persistent_keepalive: the configured interval after any authenticated packet either
-//!   way, to keep NAT mappings alive.
+//! Protocol timers, one deadline per rule, named after the Linux driver's timers (the rules:
+//! docs/architecture.md, "Protocol timers"). The data path calls the event hooks below;
+//! `Device::update_timers` fires what expired. Deadlines are plain `Option<Instant>`s: nothing
+//! here reads a clock or sleeps.
 
 use std::time::{Duration, Instant};
 

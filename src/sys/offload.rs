@@ -1,12 +1,7 @@
 //! TUN offload (IFF_VNET_HDR): the virtio-net header that prefixes every TUN read and write,
 //! TCP segmentation of the super-packets the kernel hands us with TSO enabled, and the
-//! Internet checksum to complete what the kernel left partial.
-//!
-//! Everything here is pure (bytes in, bytes out) and allocates nothing. The header's 16-bit
-//! fields are little-endian: `Tun` asks for that with TUNSETVNETLE (as virtio 1.0 does), so
-//! they mean the same on a big-endian router and wherever the kernel's byte order is not
-//! ours (a big-endian binary under qemu-user on a little-endian host). Without it the kernel
-//! would use its own order (legacy virtio).
+//! Internet checksum to complete what the kernel left partial. Pure (bytes in, bytes out),
+//! no allocation; the header's byte order: docs/architecture.md, "TUN offload header".
 //!
 //! One file per part, their public items re-exported here: `checksum` (the Internet
 //! checksum, with MIPS assembly for its inner loop), `segment` (cutting super-packets read

@@ -24,7 +24,7 @@ pub fn wanted() -> bool {
 
 /// Where datagrams to one endpoint leave: what a route and neighbour lookup found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Path {
+pub struct PacketPath {
     pub ifindex: i32,
     pub src_mac: [u8; 6],
     pub dst_mac: [u8; 6],
@@ -36,7 +36,7 @@ pub struct Path {
     pub ttl: u8,
 }
 
-impl Path {
+impl PacketPath {
     /// True if a datagram of `len` bytes fits without fragmentation.
     pub fn fits(&self, len: usize) -> bool {
         len + 28 <= (self.mtu as usize).min(usize::from(u16::MAX))
@@ -48,7 +48,7 @@ impl Path {
 /// UDP checksum computed over `data` (the datagram itself).
 pub fn write_headers(
     h: &mut [u8; HEADERS],
-    path: &Path,
+    path: &PacketPath,
     sport: u16,
     to: SocketAddrV4,
     id: u16,
@@ -155,7 +155,7 @@ impl PacketTx {
     /// buffer stops it early; a refused frame is skipped).
     pub fn send<'a>(
         &mut self,
-        path: &Path,
+        path: &PacketPath,
         sport: u16,
         to: SocketAddrV4,
         datagrams: impl IntoIterator<Item = &'a [u8]>,
@@ -237,8 +237,8 @@ mod tests {
         s as u16
     }
 
-    fn path() -> Path {
-        Path {
+    fn path() -> PacketPath {
+        PacketPath {
             ifindex: 3,
             src_mac: [2, 0, 0, 0, 0, 1],
             dst_mac: [2, 0, 0, 0, 0, 2],

@@ -1,14 +1,7 @@
 //! Giving up what the daemon does not use, once its devices and sockets exist: root itself
-//! (`--user`: the daemon's own account, the package's `solowg`), every capability but
-//! CAP_NET_ADMIN (TUN devices, fwmark, netlink, forced socket buffers), CAP_NET_BIND_SERVICE
-//! (a listen port below 1024 set later) and, only with the packet path on, CAP_NET_RAW; the
-//! same from the bounding set; no_new_privs; and not dumpable, so no core file or non-root
-//! debugger sees its keys. The router faces the internet: a bug in the data path should find
-//! as little as possible to use.
-//!
-//! The daemon switches user itself rather than through procd: procd's `user` drops every
-//! capability with root, and its `capabilities` and `no_new_privs` are applied only by
-//! ujail, which many images leave out.
+//! (`--user`), every capability but those it needs, the same from the bounding set;
+//! no_new_privs; not dumpable. What is kept and why the daemon does it itself:
+//! docs/architecture.md, "Privileges".
 
 use crate::log;
 use std::io;
@@ -159,7 +152,7 @@ pub fn give_tun_device(account: &Account) -> Result<bool, String> {
 /// kernel refuses is logged and the rest still done: a daemon started without CAP_SETPCAP
 /// (say, with CAP_NET_ADMIN alone) cannot shrink its bounding set, but it can still drop
 /// what it holds.
-#[allow(unsafe_code)] // prctl(2), capset(2) and the set*id calls have no std API
+#[allow(unsafe_code)] // prctl(2) has no std API
 pub fn restrict(packet_tx: bool, account: Option<&Account>) -> Result<(), String> {
     let keep = kept(packet_tx);
     // SAFETY: prctl with integer arguments only, on this process.
@@ -170,6 +163,27 @@ pub fn restrict(packet_tx: bool, account: Option<&Account>) -> Result<(), String
         ));
     }
     // While CAP_SETPCAP is still there.
+    shrink_bounding_set(keep);
+    if let Some(a) = account {
+        switch_user(a)?;
+    }
+    keep_only(keep, packet_tx, account)?;
+    // Last: a change of user makes the process dumpable again.
+    // SAFETY: prctl with integer arguments only, on this process.
+    if unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) } != 0 {
+        log::error(format_args!(
+            "cannot make the process non-dumpable: {}",
+            io::Error::last_os_error()
+        ));
+    }
+    crate::sys::seccomp::install();
+    Ok(())
+}
+
+/// Drops from the bounding set every capability `keep` leaves out. Refused without
+/// CAP_SETPCAP: logged, and the rest of `restrict` still done.
+#[allow(unsafe_code)] // prctl(2) has no std API
+fn shrink_bounding_set(keep: u64) {
     let mut bounding_refused = None;
     for cap in 0..=last_cap().min(63) {
         if keep & (1 << cap) != 0 {
@@ -188,9 +202,12 @@ pub fn restrict(packet_tx: bool, account: Option<&Account>) -> Result<(), String
     if let Some(e) = bounding_refused {
         log::verbose(format_args!("capability bounding set left as it is: {e}"));
     }
-    if let Some(a) = account {
-        switch_user(a)?;
-    }
+}
+
+/// Leaves the permitted and effective sets at `keep` and empties the inheritable set. A
+/// failure is an error only after a switch to `account`, which needs CAP_NET_ADMIN kept.
+#[allow(unsafe_code)] // capget(2) and capset(2) have no std API
+fn keep_only(keep: u64, packet_tx: bool, account: Option<&Account>) -> Result<(), String> {
     let mut hdr = CapHeader {
         version: CAP_VERSION_3,
         pid: 0,
@@ -238,15 +255,6 @@ pub fn restrict(packet_tx: bool, account: Option<&Account>) -> Result<(), String
             ));
         }
     }
-    // Last: a change of user makes the process dumpable again.
-    // SAFETY: prctl with integer arguments only, on this process.
-    if unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) } != 0 {
-        log::error(format_args!(
-            "cannot make the process non-dumpable: {}",
-            io::Error::last_os_error()
-        ));
-    }
-    crate::sys::seccomp::install();
     Ok(())
 }
 

@@ -8,7 +8,7 @@
 #![allow(unsafe_code)] // socket(2), send(2), recv(2) for AF_NETLINK; ioctl(2) for devices
 
 use super::netlink::{attrs, messages, ne_u32, Message};
-use super::packet_tx::Path;
+use super::packet_tx::PacketPath;
 use std::io;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::ops::Range;
@@ -392,7 +392,7 @@ impl RouteQuery {
         sport: u16,
         fwmark: u32,
         ttl: u8,
-    ) -> Result<Path, Unresolved> {
+    ) -> Result<PacketPath, Unresolved> {
         let route = self.route(to, sport, fwmark)?;
         let (ifr, src_mac, dev_mtu) = ethernet_device(route.oif)?;
         let name: Vec<u8> = ifr
@@ -403,7 +403,7 @@ impl RouteQuery {
             .collect();
         let arp = std::fs::read("/proc/net/arp").map_err(|_| Unresolved::Query)?;
         let dst_mac = parse_arp(&arp, route.gateway.unwrap_or(*to.ip()), &name)?;
-        Ok(Path {
+        Ok(PacketPath {
             ifindex: route.oif,
             src_mac,
             dst_mac,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The system-call filter's list (src/sys/seccomp.rs) against the calls a build for another
+# The system-call filter's list (src/sys/seccomp/call_list.rs) against the calls a build for another
 # ABI really makes. qemu-user cannot enforce a filter (it refuses PR_SET_SECCOMP, and the
 # daemon then logs that it runs without one), but `-strace` names every call the guest makes.
 # The daemon runs in log mode, which logs the list's numbers, in a namespace of its own:

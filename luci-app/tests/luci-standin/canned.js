@@ -34,7 +34,7 @@
 					time: now,
 					interfaces: [ {
 						name: 'wg0', public_key: K.srvPub, listen_port: 51820, fwmark: 0, mtu: 1420,
-						/* names as DropReason::name() in src/proto/device.rs, and one
+						/* names as DropReason::name() in src/proto/device/drop_reason.rs, and one
 						 * a newer daemon might add */
 						drops: { unknown_index: 2, bad_mac1: 0, disallowed_source: 7, some_future_reason: 1 },
 						peers: [ {

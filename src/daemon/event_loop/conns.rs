@@ -1,18 +1,6 @@
-//! Connected UDP sockets, one per endpoint the tunnel sends data to. The kernel routes a
-//! connected socket once and keeps the route on it; every send from the unconnected data
-//! socket looks the route up again (and copies and checks the address). Where UDP GSO is
-//! refused (a NIC without checksum offload, the design's target) each datagram is its own
-//! send, and those per-send steps were the largest kernel cost after the copies
-//! (bench/router profiles).
-//!
-//! A connected socket also receives what its endpoint sends (see `udp::connect`), so the
-//! loop reads it like the data socket. The local address it was given at connect time is
-//! pinned, so any address, route or link change closes them all (new ones are made on the
-//! next send), as does a new listen port or fwmark, or a failed send. One that has sent
-//! nothing for a sweep period is closed too (the peer roamed or went quiet). Closing drops
-//! a socket's receive queue, so where the caller cannot take it in first, a socket is
-//! retired instead: no longer sent from, still read, closed by the turn after its queue is
-//! drained (`Io::close_conns`).
+//! Connected UDP sockets, one per endpoint the tunnel sends data to: the kernel routes a
+//! connected socket once, not on every send. When they are closed or retired:
+//! docs/architecture.md, "Connected sockets".
 
 use super::*;
 use std::cell::Cell;
@@ -24,14 +12,14 @@ pub(super) const CONN_TOKEN: u64 = 1 << 31;
 /// How often idle connected sockets are closed and failed endpoints may be tried again.
 const SWEEP: Duration = Duration::from_secs(30);
 
-pub(super) struct Conn {
+pub(super) struct ConnectedSocket {
     pub(super) to: SocketAddr,
     pub(super) sock: UdpSocket,
     /// Sent or received on since the last sweep.
     used: Cell<bool>,
 }
 
-impl Conn {
+impl ConnectedSocket {
     /// Notes a receive: a socket the peer sends to is not idle.
     pub(super) fn note_received(&self) {
         self.used.set(true);
@@ -39,8 +27,8 @@ impl Conn {
 }
 
 #[derive(Default)]
-pub(super) struct Conns {
-    slots: Vec<Option<Conn>>,
+pub(super) struct ConnectedSockets {
+    slots: Vec<Option<ConnectedSocket>>,
     /// Endpoints a connect failed for (no route yet, ...): not tried again until the next sweep.
     failed: Vec<SocketAddr>,
     /// Off for good once the listening sockets turned out not to be in a SO_REUSEPORT group.
@@ -50,7 +38,7 @@ pub(super) struct Conns {
     retired: u32,
 }
 
-impl Conns {
+impl ConnectedSockets {
     /// The slot holding a live (not retired) connected socket for `to`.
     fn find(&self, to: SocketAddr) -> Option<usize> {
         (0..self.slots.len()).find(|&i| {
@@ -98,7 +86,7 @@ impl Conns {
         });
         match opened {
             Ok(sock) => {
-                self.slots[i] = Some(Conn {
+                self.slots[i] = Some(ConnectedSocket {
                     to,
                     sock,
                     used: Cell::new(true),
@@ -122,12 +110,12 @@ impl Conns {
         }
     }
 
-    pub(super) fn slot(&self, i: usize) -> Option<&Conn> {
+    pub(super) fn slot(&self, i: usize) -> Option<&ConnectedSocket> {
         self.slots.get(i)?.as_ref()
     }
 
-    /// Closes slot `i`; what its receive queue holds is lost (`Io::close_conns` takes it in
-    /// first).
+    /// Closes slot `i`; what its receive queue holds is lost (`InterfaceIo::close_conns` takes
+    /// it in first).
     pub(super) fn close(&mut self, i: usize, reg: &Registry) {
         if i < MAX_CONNS {
             self.retired &= !(1 << i);
@@ -170,7 +158,7 @@ impl Conns {
     }
 
     /// Every SWEEP: the sockets nothing was sent or received on since the last sweep, as a
-    /// bit mask, for the caller to close (`Io::close_conns`); lets failed endpoints be
+    /// bit mask, for the caller to close (`InterfaceIo::close_conns`); lets failed endpoints be
     /// tried again.
     pub(super) fn sweep(&mut self, now: Instant) -> u32 {
         let Some(last) = self.swept else {
@@ -215,7 +203,7 @@ mod tests {
         let pair = udp::bind(0, 0, 0x123).expect("bind");
         let peer = UdpSocket::bind("127.0.0.1:0").unwrap();
         let to = peer.local_addr().unwrap();
-        let mut conns = Conns::default();
+        let mut conns = ConnectedSockets::default();
         let t0 = Instant::now();
         assert_eq!(conns.sweep(t0), 0);
         let i = conns
@@ -230,7 +218,7 @@ mod tests {
                 "idle while in use (sweep {k})"
             );
         }
-        // Receiving counts as use too (`Io::drain_conns` marks it).
+        // Receiving counts as use too (`InterfaceIo::drain_conns` marks it).
         conns.slot(i).expect("open").note_received();
         assert_eq!(conns.sweep(t0 + SWEEP * 4), 0);
         assert_eq!(conns.sweep(t0 + SWEEP * 5), 1 << i); // nothing since sweep 4
@@ -245,7 +233,7 @@ mod tests {
         let pair = udp::bind(0, 0, 0x124).expect("bind");
         let peer = UdpSocket::bind("127.0.0.1:0").unwrap();
         let to = peer.local_addr().unwrap();
-        let mut conns = Conns::default();
+        let mut conns = ConnectedSockets::default();
         let t0 = Instant::now();
         conns.sweep(t0);
         let i = conns

@@ -1,27 +1,10 @@
-//! Off unless SOLOWG_PACKET_TX=1 (OpenWrt: `option packet_tx '1'`). Then, where UDP GSO is
-//! refused, data datagrams to IPv4 endpoints leave through a packet socket
-//! (`packet_tx`) along the path the kernel would have taken (`route_query`): route, output
-//! device and next hop, looked up per endpoint and again after any link, address, route or
-//! neighbour change. Anything that path cannot carry goes through the UDP socket as before:
-//! IPv6, devices other than Ethernet (PPPoE, tunnels), an unresolved next hop, a datagram
-//! larger than the path MTU, a failed send.
-//!
-//! Datagrams sent this way pass no netfilter hook, so the firewall's connection tracking
-//! entry for the endpoint, which lets the peer's datagrams in past an "established only"
-//! input rule, would age out while we only send. So every REFRESH at most one datagram per
-//! endpoint goes through the UDP socket (it refreshes the entry and lets the kernel confirm
-//! the neighbour), and the path is looked up again right then (a learned path MTU, a changed
-//! policy rule).
-//!
-//! What the path cannot follow is the firewall's output and postrouting rules: SNAT and
-//! masquerading, kill-switch and counting rules, and marks set on output. It is off by
-//! default for that. Marks matter most, as multi-WAN setups (mwan3, pbr) route by them: while
-//! any IPv4 policy rule selects by firewall mark, every datagram goes through the UDP socket,
-//! so the kernel routes it as the firewall marked it; rules are looked at again whenever
-//! they change. Missing CAP_NET_RAW keeps everything on the UDP socket too.
+//! The packet-socket transmit path, off unless SOLOWG_PACKET_TX=1 (OpenWrt: `option packet_tx
+//! '1'`): where UDP GSO is refused, data datagrams to IPv4 endpoints leave through a packet
+//! socket along the path the kernel would have taken, looked up per endpoint. What goes through
+//! the UDP socket instead, and why: docs/architecture.md, "Packet path".
 
 use super::*;
-use crate::sys::packet_tx::{PacketTx, Path};
+use crate::sys::packet_tx::{PacketPath, PacketTx};
 use crate::sys::route_query::{RouteQuery, Unresolved};
 use std::net::SocketAddrV4;
 
@@ -34,10 +17,10 @@ const REFRESH: Duration = Duration::from_secs(1);
 const MAX_ENTRIES: usize = 32;
 const IDLE: Duration = Duration::from_secs(30);
 
-struct Entry {
+struct EndpointPath {
     to: SocketAddrV4,
     /// The path, or why there is none.
-    path: Result<Path, Unresolved>,
+    path: Result<PacketPath, Unresolved>,
     /// When it was looked up (and one datagram went through the UDP socket); None after a
     /// change: looked up again on the next send.
     checked: Option<Instant>,
@@ -47,7 +30,7 @@ struct Entry {
 
 /// How the next datagrams to an endpoint leave.
 pub(super) enum Via {
-    Packet(Path),
+    Packet(PacketPath),
     /// The UDP socket, for one datagram (then `Packet` again for the rest).
     UdpOnce,
     Udp,
@@ -58,7 +41,7 @@ pub(super) struct PacketPaths {
     /// Socket and query socket, opened on first use; None if unavailable or off.
     socks: Option<(PacketTx, RouteQuery)>,
     tried: bool,
-    entries: Vec<Entry>,
+    entries: Vec<EndpointPath>,
     /// Whether policy rules route by firewall marks (then the UDP socket for everything),
     /// for which fwmark of ours; None: to be looked up (at first, after a rule change).
     mark_rules: Option<(bool, u32)>,
@@ -110,13 +93,13 @@ impl PacketPaths {
             Some(i) => i,
             None => {
                 if self.entries.len() == MAX_ENTRIES {
-                    let idle = |e: &Entry| now.saturating_duration_since(e.used) >= IDLE;
+                    let idle = |e: &EndpointPath| now.saturating_duration_since(e.used) >= IDLE;
                     let Some(i) = self.entries.iter().position(idle) else {
                         return Via::Udp;
                     };
                     self.entries.swap_remove(i);
                 }
-                self.entries.push(Entry {
+                self.entries.push(EndpointPath {
                     to,
                     path: Err(Unresolved::Query),
                     checked: None,
@@ -159,7 +142,7 @@ impl PacketPaths {
     /// caller sends them through the UDP socket), else what the device's queue took.
     pub(super) fn send<'a>(
         &mut self,
-        path: &Path,
+        path: &PacketPath,
         port: u16,
         to: SocketAddr,
         datagrams: impl IntoIterator<Item = &'a [u8]>,

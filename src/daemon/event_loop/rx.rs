@@ -4,8 +4,8 @@
 use super::*;
 use std::io::IoSlice;
 
-/// `dev.decapsulate`; with `charge` (see `Slot::turn`), the time a handshake message took is
-/// charged to the device's handshake budget.
+/// `dev.decapsulate`; with `charge` (see `Interface::turn`), the time a handshake message took
+/// is charged to the device's handshake budget.
 fn decapsulate_timed(
     dev: &mut Device,
     now: Instant,
@@ -38,7 +38,7 @@ fn write_tun_parts(tun: &Tun, parts: &[&[u8]]) -> io::Result<usize> {
     tun.write_vectored(&iov[..n])
 }
 
-impl Io {
+impl InterfaceIo {
     /// Writes a coalesced group (with TUN offload), or nothing if it is empty.
     pub(super) fn flush_group(&self, coalescer: &mut offload::TcpCoalescer, buf: &mut [u8]) {
         let written = coalescer.flush(buf, |parts| {

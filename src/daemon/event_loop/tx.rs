@@ -208,7 +208,7 @@ fn seal_plain(
     at.sealed += 1;
 }
 
-impl Io {
+impl InterfaceIo {
     /// Reads up to BATCH packets from the TUN device, each into its own slot where it is
     /// encrypted in place, then sends them all; true if more may be waiting.
     pub(super) fn drain_tun(

@@ -130,7 +130,7 @@ pub(super) struct Client {
     scan_hint: usize,
 }
 
-impl Io {
+impl InterfaceIo {
     /// Accepts at most [`MAX_ACCEPTS_PER_TURN`] connections; true if more may be waiting.
     pub(super) fn accept_clients(&mut self) -> bool {
         for _ in 0..MAX_ACCEPTS_PER_TURN {

@@ -636,7 +636,7 @@ function peerState(latestHandshake, now) {
 }
 
 /* Short texts for the drop counters of ubus `solowg status` (interfaces[].drops),
- * one per name of DropReason::name() in the daemon (src/proto/device.rs). Built
+ * one per name of DropReason::name() in the daemon (src/proto/device/drop_reason.rs). Built
  * on each call so that _() is the caller's. */
 function dropReasons() {
 	return {
