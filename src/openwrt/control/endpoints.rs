@@ -2,8 +2,8 @@
 //! device, name sources re-read, and the host route netifd keeps for an endpoint.
 
 use super::diff;
-use super::managed::Managed;
-use super::methods::NOTIFY_PROTO;
+use super::managed::{Managed, NamedEndpoint};
+use super::object::NOTIFY_PROTO;
 use crate::daemon::event_loop::Daemon;
 use crate::log;
 use crate::openwrt::blobmsg::Value;
@@ -12,13 +12,6 @@ use crate::openwrt::dns::{self, EndpointResolver};
 use crate::proto::uapi::{PeerChange, SetRequest};
 use std::net::IpAddr;
 use std::time::Instant;
-
-/// A peer whose endpoint is a host name, by interface and public key.
-#[derive(Clone)]
-pub(super) struct NamedEndpoint {
-    pub(super) ifname: String,
-    pub(super) public_key: [u8; 32],
-}
 
 impl Managed {
     /// Starts name resolution for peers whose endpoint is a host name (new or changed).

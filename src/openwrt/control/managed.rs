@@ -3,8 +3,7 @@
 //! and the clean stop.
 
 use super::diff;
-use super::endpoints::NamedEndpoint;
-use super::methods::{table, unix_now, EVENT_HANDSHAKE, EVENT_STALE};
+use super::object::{EVENT_HANDSHAKE, EVENT_STALE};
 // Through the parent's re-exports, which nothing else uses without the `internals` feature.
 use super::{object_spec, OBJECT};
 use crate::crypto::Rng;
@@ -21,7 +20,7 @@ use crate::sys::poller::Interest;
 use std::collections::HashMap;
 use std::io;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 const UBUS_TOKEN: u64 = CONTROL_TOKEN;
 const DNS4_TOKEN: u64 = CONTROL_TOKEN + 1;
@@ -42,6 +41,13 @@ pub struct Options {
     /// Where the UAPI sockets are bound: /var/run/wireguard, or with `--user` the config
     /// directory (root's `solowg export` links the shared names to them).
     pub socket_dir: PathBuf,
+}
+
+/// A peer whose endpoint is a host name, by interface and public key.
+#[derive(Clone)]
+pub(super) struct NamedEndpoint {
+    pub(super) ifname: String,
+    pub(super) public_key: [u8; 32],
 }
 
 pub struct Managed {
@@ -269,4 +275,19 @@ impl Control for Managed {
         self.seen.remove(ifname);
         let _ = std::fs::remove_file(iface::socket_path_in(&self.opts.socket_dir, ifname));
     }
+}
+
+/// A reply's or event's table from borrowed keys.
+pub(super) fn table(entries: Vec<(&str, Value)>) -> Vec<(String, Value)> {
+    entries
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect()
+}
+
+/// Seconds since 1970 by the wall clock (0 if it is set before).
+pub(super) fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }

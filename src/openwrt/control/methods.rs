@@ -2,7 +2,8 @@
 //! may call, handler), from which the object is published and calls are dispatched, and the
 //! shape of their replies.
 
-use super::managed::Managed;
+use super::managed::{table, unix_now, Managed};
+use super::object::OBJECT;
 use crate::crypto;
 use crate::daemon::event_loop::Daemon;
 use crate::daemon::iface;
@@ -13,23 +14,7 @@ use crate::openwrt::ubus::{ArgType, Method, ObjectSpec, Status, Token};
 use crate::proto::peer::base64;
 use crate::proto::uapi::Key;
 use std::net::IpAddr;
-use std::time::{SystemTime, UNIX_EPOCH};
 use zeroize::Zeroizing;
-
-pub const OBJECT: &str = "solowg";
-
-/// netifd's method the daemon calls (host routes of resolved endpoints).
-pub const NOTIFY_PROTO: (&str, &str) = ("network.interface", "notify_proto");
-/// The other objects' methods the daemon calls: what its user's ubusd ACL must grant.
-#[cfg(feature = "internals")]
-pub const CALLS: &[(&str, &str)] = &[NOTIFY_PROTO];
-/// A peer's handshake completed.
-pub const EVENT_HANDSHAKE: &str = "solowg.handshake";
-/// A peer's handshakes stalled.
-pub const EVENT_STALE: &str = "solowg.stale";
-/// The events the daemon sends: what its user's ubusd ACL must let it send.
-#[cfg(feature = "internals")]
-pub const EVENTS: &[&str] = &[EVENT_HANDSHAKE, EVENT_STALE];
 
 /// Who may call a method: what an rpcd ACL (LuCI's) grants it under.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -149,21 +134,8 @@ fn call_pubkey(args: &Value) -> Reply {
     }
 }
 
-pub(super) fn table(entries: Vec<(&str, Value)>) -> Vec<(String, Value)> {
-    entries
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect()
-}
-
 fn cidr(addr: IpAddr, len: u8) -> String {
     format!("{addr}/{len}")
-}
-
-pub(super) fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
 }
 
 impl Managed {
