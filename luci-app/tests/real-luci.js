@@ -71,6 +71,7 @@ class Browser {
 		const { targetId } = await this.send('Target.createTarget', { url: 'about:blank', browserContextId });
 		const { sessionId } = await this.send('Target.attachToTarget', { targetId, flatten: true });
 		const page = new Page(this, sessionId);
+		page.contextId = browserContextId;
 		globalThis.pages.push(page);
 		this.listeners.push((m) => { if (m.sessionId === sessionId) page.event(m); });
 		await page.send('Page.enable');
@@ -130,7 +131,18 @@ class Page {
 		const want = new URL(url).pathname;
 		await this.eval(`setTimeout(() => { location.href = ${JSON.stringify(url)}; }, 0); true`).catch(() => {});
 		await sleep(300);
-		return this.waitFor(`location.pathname === ${JSON.stringify(want)} && document.readyState === "complete"`, 20000);
+		const loaded = await this.waitFor(`location.pathname === ${JSON.stringify(want)} && document.readyState === "complete"`, 20000);
+		if (loaded) await this.menuDrawn();
+		return loaded;
+	}
+	// A page of a logged-in session fetches its menu from the dispatcher (admin/menu) after
+	// loading. LuCI's dispatcher.uc connects to ubus once, when uhttpd loads it, and every
+	// request's forked process shares that connection: two dispatcher requests at once can
+	// take each other's ubus replies, and one then hangs until uhttpd's script timeout (60 s,
+	// a 502). So the next page is opened only once this one has its menu (bounded; the
+	// login page has none).
+	menuDrawn() {
+		return this.waitFor(`!!document.querySelector('#topmenu > li') || !!document.querySelector('input[name=luci_password]')`, 10000);
 	}
 	async screenshot(name) {
 		const size = await this.eval('[document.documentElement.scrollWidth, document.documentElement.scrollHeight]');
@@ -171,7 +183,9 @@ async function login(page, user, password) {
 		p.form.submit();
 	})()`);
 	await sleep(500);
-	return page.waitFor('document.readyState === "complete" && !document.querySelector("input[name=luci_password]") && L.env.sessionid', 20000);
+	const sid = await page.waitFor('document.readyState === "complete" && !document.querySelector("input[name=luci_password]") && L.env.sessionid', 20000);
+	if (sid) await page.menuDrawn();
+	return sid;
 }
 
 const statusUrl = () => `${env.base}/cgi-bin/luci/admin/status/solowg`;
@@ -350,6 +364,9 @@ async function rootScenarios(browser) {
 // rpcd's file exec with the command lines the ACL lists.
 const benchUrl = () => `${env.base}/cgi-bin/luci/admin/status/solowg/bench`;
 const benchState = (page) => page.eval(`(document.querySelector('.solowg-bench-state') || {}).getAttribute?.('data-state') || ''`);
+// the state and what the page says, for failure messages
+const benchSays = (page) => page.eval(`(() => { const b = document.querySelector('.solowg-bench-state');
+	return b ? b.getAttribute('data-state') + ': ' + b.textContent.trim().slice(0, 200) : 'no state box'; })()`).catch((e) => e.message);
 async function stateFile(page) {
 	const r = await page.ubus('file', 'read', { path: '/var/run/solowg-bench.json' });
 	try { return JSON.parse(r.result[1].data); }
@@ -388,7 +405,7 @@ async function benchScenarios(browser) {
 	check('bench.kernel.started', await startBench(page, '', '5'), 'Run benchmark could not be pressed');
 	const err = await page.waitFor(`(() => { const e = document.querySelector('.solowg-bench-state[data-state="failed"] .solowg-bench-error');
 		return e && e.textContent.trim(); })()`, 60000);
-	check('bench.kernel.error-shown', !!err, `no error within 60 s (state ${await benchState(page)})`);
+	check('bench.kernel.error-shown', !!err, `no error within 60 s (${await benchSays(page)})`);
 	if (err) {
 		const st = await stateFile(page);
 		console.log(`bench without the module: ${err.slice(0, 200)}`);
@@ -406,12 +423,12 @@ async function benchScenarios(browser) {
 	check('bench.run.started', await startBench(page, 'solowg,solowg', '5'), 'Run benchmark could not be pressed');
 	const firstProgress = await page.waitFor(`(() => { const p = document.querySelector('.solowg-bench-state[data-state="running"] .solowg-bench-progress');
 		return p && p.textContent.trim(); })()`, 30000);
-	check('bench.run.progress', !!firstProgress, `no progress shown within 30 s of the start (state ${await benchState(page)})`);
+	check('bench.run.progress', !!firstProgress, `no progress shown within 30 s of the start (${await benchSays(page)})`);
 	check('bench.run.button-disabled', await page.eval(`document.querySelector('button.solowg-bench-run').disabled`), 'Run benchmark is enabled while a run goes on');
 	const seen = new Set(firstProgress ? [ firstProgress ] : []);
 	await page.goto(benchUrl());
 	check('bench.run.reopened-running', await page.waitFor(`document.querySelector('.solowg-bench-state')?.getAttribute('data-state') === 'running'`, 10000),
-		`the reopened page does not show the run going on (state ${await benchState(page)})`);
+		`the reopened page does not show the run going on (${await benchSays(page)})`);
 	let state = '';
 	for (let i = 0; i < 600 && Date.now() - t0 < 150000; i++) {
 		state = await benchState(page).catch(() => '');
@@ -422,7 +439,7 @@ async function benchScenarios(browser) {
 	}
 	const secs = Math.round((Date.now() - t0) / 1000);
 	console.log(`bench solowg,solowg 5 s: ${state} after ${secs} s; progress texts: ${JSON.stringify([ ...seen ]).slice(0, 400)}`);
-	check('bench.run.done', state === 'done', `the run did not end done within 150 s (state ${state}: ${await page.eval(`(document.querySelector('.solowg-bench-state') || {}).textContent || ''`)})`);
+	check('bench.run.done', state === 'done', `the run did not end done within 150 s (${await benchSays(page)})`);
 	check('bench.run.progress-steps', seen.size >= 2, `fewer than two progress texts seen: ${JSON.stringify([ ...seen ])}`);
 	const st = await stateFile(page);
 	const runs = Array.isArray(st.runs) ? st.runs : [];
@@ -437,17 +454,26 @@ async function benchScenarios(browser) {
 		line: (document.querySelector('input.solowg-bench-line') || {}).value || '',
 		copy: !!document.querySelector('button.solowg-bench-copy')
 	}))()`);
-	check('bench.result.chart', shown.bars.length === runs.length && runs.length > 0 && shown.bars.every((b, i) => b.mbps === runs[i].mbps && b.dir === runs[i].dir && b.w > 0),
-		`${shown.bars.length} bars for ${runs.length} runs, or their figures differ from the state file`);
+	// the chart groups the runs by direction (in the order the directions come), the table lists them as they ran
+	const byDir = [ ...new Set(runs.map((r) => r.dir)) ].flatMap((d) => runs.filter((r) => r.dir === d));
+	check('bench.result.chart', shown.bars.length === runs.length && runs.length > 0 &&
+		shown.bars.every((b, i) => b.mbps === byDir[i].mbps && b.dir === byDir[i].dir && b.impl === byDir[i].impl && b.w > 0),
+		`${shown.bars.length} bars for ${runs.length} runs, or their figures differ from the state file: ${JSON.stringify(shown.bars)}`);
 	check('bench.result.figures', shown.rows.length === runs.length && shown.rows.every((r, i) => r.mbps === `${runs[i].mbps.toFixed(1)} Mbit/s` && r.cpu === `${Math.round(runs[i].cpu * 100)} %`),
 		`the table's Mbit/s and CPU are not the state file's: ${JSON.stringify(shown.rows)}`);
 	check('bench.result.ratio', /solowg \/ kernel module: up .+, down .+/.test(shown.ratio), `no ratio line: ${shown.ratio}`);
 	check('bench.result.system', !!st.system && shown.system.includes(`solowg: ${st.system.solowg}`) && shown.system.includes(`Kernel: ${st.system.kernel}`),
 		`the system line does not carry the state file's: ${shown.system}`);
 	check('bench.result.line', shown.line !== '' && shown.line === st.line && shown.copy, `the shareable line is not the state file's, or no Copy: ${shown.line}`);
+	// Copy, with the clipboard permission a user grants (headless has no one to ask), read back
+	await page.browser.send('Browser.grantPermissions', { origin: env.base, browserContextId: page.contextId,
+		permissions: [ 'clipboardReadWrite', 'clipboardSanitizedWrite' ] });
+	await page.send('Emulation.setFocusEmulationEnabled', { enabled: true });
 	await page.eval(`document.querySelector('button.solowg-bench-copy').click()`);
 	check('bench.result.copied', await page.waitFor(`Array.from(document.querySelectorAll('.alert-message')).some((n) => /Copied/.test(n.textContent))`, 5000),
 		'Copy said nothing');
+	const clip = await page.eval('navigator.clipboard.readText()').catch((e) => `(${e.message})`);
+	check('bench.result.clipboard', clip === st.line, `the clipboard holds ${JSON.stringify(clip).slice(0, 120)}, not the line`);
 	noErrors('bench.run', page);
 	await page.screenshot('bench.png');
 

@@ -179,36 +179,42 @@ function systemText(sys) {
 	].join(' · ');
 }
 
-/* navigator.clipboard needs a secure context (https or localhost); a router
- * is mostly opened over plain http, where the selection's copy still works. */
+/* navigator.clipboard needs a secure context (https or localhost) and the
+ * browser's permission; a router is mostly opened over plain http, where the
+ * selection's copy still works. */
 function copyText(input) {
 	var done = function() {
 		var msg = E('p', {}, [ _('Copied to the clipboard.') ]);
 
-		/* LuCI before 23.05 has no time-limited notification */
+		/* older LuCI releases have no time-limited notification */
 		if (typeof ui.addTimeLimitedNotification == 'function')
 			ui.addTimeLimitedNotification(null, msg, 3000, 'info');
 		else
 			ui.addNotification(null, msg, 'info');
 	};
 
+	var bySelection = function() {
+		input.focus();
+		input.select();
+
+		if (document.execCommand && document.execCommand('copy'))
+			done();
+		else
+			ui.addNotification(null, E('p', {}, [ _('Select the line and copy it by hand.') ]), 'warning');
+	};
+
 	if (window.isSecureContext && navigator.clipboard && navigator.clipboard.writeText)
-		return navigator.clipboard.writeText(input.value).then(done);
+		return navigator.clipboard.writeText(input.value).then(done, bySelection);
 
-	input.focus();
-	input.select();
-
-	if (document.execCommand && document.execCommand('copy'))
-		done();
-	else
-		ui.addNotification(null, E('p', {}, [ _('Select the line and copy it by hand.') ]), 'warning');
+	bySelection();
 }
 
 return view.extend({
 	box: null,
 	controls: null,
 	pollFn: null,
-	before: null,
+	starting: false,   /* a run was just started: the file may still hold the last one */
+	before: null,      /* the file's text before that start (null: no file) */
 	startedAt: 0,
 
 	/* The state file as text, or null when there is none (no run yet). */
@@ -304,11 +310,11 @@ return view.extend({
 		return this.readState().then(L.bind(function(text) {
 			var s = this.parse(text);
 
-			if (this.before !== null) {
+			if (this.starting) {
 				if (text === this.before && Date.now() - this.startedAt < START_GRACE_MS)
 					return;
 
-				this.before = null;
+				this.starting = false;
 			}
 
 			this.show(s);
@@ -350,6 +356,7 @@ return view.extend({
 		this.setBusy(true);
 
 		return L.resolveDefault(this.readState(), null).then(L.bind(function(before) {
+			this.starting = true;
 			this.before = before;
 			this.startedAt = Date.now();
 			this.box.setAttribute('data-state', 'starting');
@@ -360,7 +367,7 @@ return view.extend({
 			/* the command refuses before detaching (no kernel module, a run
 			 * already going on, ...): what it said is the reason */
 			if (res.code !== 0) {
-				this.before = null;
+				this.starting = false;
 				this.setBusy(false);
 				this.show({ state: 'failed', error: (String(res.stderr || '').trim() || String(res.stdout || '').trim() ||
 					_('exit code %d').format(res.code)) });
@@ -369,7 +376,7 @@ return view.extend({
 
 			this.startPolling();
 		}, this)).catch(L.bind(function(err) {
-			this.before = null;
+			this.starting = false;
 			this.setBusy(false);
 			this.show({ state: 'failed', error: _('It could not be started: %s').format(err.message || err) });
 		}, this));
@@ -403,7 +410,9 @@ return view.extend({
 				E('div', { 'class': 'cbi-value-field' }, [
 					E('button', {
 						'class': 'btn cbi-button cbi-button-action solowg-bench-run',
-						'click': ui.createHandlerFn(this, 'handleRun')
+						/* not ui.createHandlerFn: it enables the button again once the
+						 * start returns, and the run goes on after that */
+						'click': L.bind(this.handleRun, this)
 					}, _('Run benchmark'))
 				])
 			])
