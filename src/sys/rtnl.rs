@@ -4,7 +4,9 @@
 //! thread that opened it (`netns::NetNs::run`).
 #![allow(unsafe_code)] // setsockopt(2) for the receive timeout
 
-use super::netlink::{attrs, messages, ne_u32, Message};
+#[cfg(test)]
+use super::netlink::attrs;
+use super::netlink::{messages, ne_u32, Message};
 use std::io;
 use std::net::Ipv4Addr;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
