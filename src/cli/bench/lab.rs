@@ -155,11 +155,11 @@ impl Lab {
         }
     }
 
-    /// `wg setconf IF /dev/stdin` in namespace `side`: the key goes through a pipe, never
-    /// through the arguments.
+    /// `wg setconf IF /proc/self/fd/0` in namespace `side`: the key goes through a pipe,
+    /// never through the arguments (/dev/stdin is a link that not every /dev has).
     fn wg_setconf(&self, side: usize, name: &str, conf: &str) -> Result<(), String> {
         let mut cmd = Command::new("wg");
-        cmd.args(["setconf", name, "/dev/stdin"])
+        cmd.args(["setconf", name, "/proc/self/fd/0"])
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());

@@ -18,6 +18,7 @@ mod traffic;
 use crate::sys::{netns, signals};
 use progress::Sink;
 use report::{Dir, Impl, Report, Run, State};
+use std::io::Write;
 use std::os::linux::net::SocketAddrExt;
 use std::os::unix::net::{SocketAddr, UnixListener};
 use std::os::unix::process::CommandExt;
@@ -224,19 +225,30 @@ fn detach(args: &[String], o: &Options, notes: Vec<String>) -> i32 {
         Err(e) => return fail(format!("cannot start in the background: {e}")),
     }
     if o.json {
-        println!("{}", r.to_json().to_text());
+        out(&format!("{}\n", r.to_json().to_text()));
     } else {
-        println!(
-            "solowg bench runs in the background (pid {}); the result will be in {}",
+        out(&format!(
+            "solowg bench runs in the background (pid {}); the result will be in {}\n",
             r.pid,
             o.state_file.as_deref().unwrap_or(Path::new("")).display()
-        );
+        ));
     }
     0
 }
 
+/// Text to stdout; a closed pipe is not an error worth a panic (println! would panic).
+fn out(text: &str) {
+    let mut o = std::io::stdout().lock();
+    let _ = o.write_all(text.as_bytes()).and_then(|()| o.flush());
+}
+
+/// A line to stderr, as `out`.
+fn say(text: &str) {
+    let _ = writeln!(std::io::stderr().lock(), "solowg bench: {text}");
+}
+
 fn fail(msg: String) -> i32 {
-    eprintln!("solowg bench: {msg}");
+    say(&msg);
     1
 }
 
@@ -245,11 +257,11 @@ pub fn run(args: &[String]) -> i32 {
     let mut o = match parse_args(args) {
         Ok(Some(o)) => o,
         Ok(None) => {
-            print!("{HELP}");
+            out(HELP);
             return 0;
         }
         Err(e) => {
-            eprintln!("solowg bench: {e}\n\n{HELP}");
+            say(&format!("{e}\n\n{HELP}"));
             return 1;
         }
     };
@@ -273,7 +285,7 @@ pub fn run(args: &[String]) -> i32 {
         Err(e) => return fail(e),
     };
     for n in &notes {
-        eprintln!("solowg bench: {n}");
+        say(n);
     }
     if o.detach {
         // The child takes the lock once this returns. The first state is written here, so
@@ -310,7 +322,7 @@ fn foreground(o: &Options, notes: Vec<String>) -> i32 {
             sink.report.error = Some(e.clone());
             sink.phase(&format!("failed: {e}"));
             sink.finish_line();
-            eprintln!("solowg bench: {e}");
+            say(&e);
             if interrupted {
                 130
             } else {
@@ -323,9 +335,9 @@ fn foreground(o: &Options, notes: Vec<String>) -> i32 {
     sink.report.system.wireguard = system::wireguard_version();
     sink.write_state();
     if o.json {
-        println!("{}", sink.report.to_json().to_text());
+        out(&format!("{}\n", sink.report.to_json().to_text()));
     } else if code == 0 {
-        print!("{}", sink.report.to_text());
+        out(&sink.report.to_text());
     }
     code
 }

@@ -116,7 +116,11 @@ impl Sink {
         if let Err(e) = write_atomic(path, &self.report.to_json().to_text()) {
             if !self.state_error_told {
                 self.state_error_told = true;
-                eprintln!("\nsolowg bench: cannot write {}: {e}", path.display());
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "\nsolowg bench: cannot write {}: {e}",
+                    path.display()
+                );
             }
         }
     }
