@@ -1,6 +1,5 @@
 'use strict';
 'require view';
-'require poll';
 'require ui';
 'require dom';
 'require fs';
@@ -19,7 +18,9 @@
  */
 
 var STATE_FILE = '/var/run/solowg-bench.json';
-var POLL_SECONDS = 1;
+/* the page's own timer, not LuCI's poll loop: that one shows itself as
+ * paused once the run is over and nothing is polled any more */
+var POLL_MS = 1000;
 /* a start that changes nothing in the state file for this long is reported */
 var START_GRACE_MS = 15000;
 var SVG_NS = 'http://www.w3.org/2000/svg';
@@ -100,7 +101,7 @@ function renderChart(runs) {
 			max = x.run.mbps;
 	});
 
-	var W = 520, LABEL = 140, VALUE = 110, BAR = 20, GAP = 6, HEAD = 22,
+	var W = 600, LABEL = 120, VALUE = 200, BAR = 20, GAP = 6, HEAD = 22,
 	    span = W - LABEL - VALUE,
 	    y = 4,
 	    parts = [];
@@ -212,7 +213,8 @@ function copyText(input) {
 return view.extend({
 	box: null,
 	controls: null,
-	pollFn: null,
+	timer: null,
+	polling: false,
 	starting: false,   /* a run was just started: the file may still hold the last one */
 	before: null,      /* the file's text before that start (null: no file) */
 	startedAt: 0,
@@ -255,6 +257,22 @@ return view.extend({
 		if (!s)
 			return E('p', { 'class': 'solowg-bench-none' }, E('em', {}, _('No benchmark has been run yet.')));
 
+		return E('div', {}, [ this.renderNotes(s), this.renderBody(s) ]);
+	},
+
+	/* What the command says the reader should know, such as the kernel module
+	 * missing (then solowg runs alone), in its own words. */
+	renderNotes: function(s) {
+		var notes = L.toArray(s.notes).filter(function(n) { return typeof n == 'string' && n.length; });
+
+		if (!notes.length)
+			return '';
+
+		return E('div', { 'class': 'alert-message warning solowg-bench-notes' },
+			notes.map(function(n) { return E('p', { 'class': 'solowg-bench-note' }, [ n ]); }));
+	},
+
+	renderBody: function(s) {
 		if (s.state == 'running')
 			return E('div', { 'class': 'solowg-bench-running' }, [
 				E('p', { 'class': 'spinning solowg-bench-progress' }, [ s.progress || _('Running…') ]),
@@ -330,16 +348,29 @@ return view.extend({
 	startPolling: function() {
 		this.setBusy(true);
 
-		if (!this.pollFn) {
-			this.pollFn = L.bind(this.step, this);
-			poll.add(this.pollFn, POLL_SECONDS);
-		}
+		if (this.polling)
+			return;
+
+		this.polling = true;
+
+		var next = L.bind(function() {
+			this.timer = window.setTimeout(L.bind(function() {
+				this.step().then(L.bind(function() {
+					if (this.polling)
+						next();
+				}, this));
+			}, this), POLL_MS);
+		}, this);
+
+		next();
 	},
 
 	stopPolling: function() {
-		if (this.pollFn) {
-			poll.remove(this.pollFn);
-			this.pollFn = null;
+		this.polling = false;
+
+		if (this.timer) {
+			window.clearTimeout(this.timer);
+			this.timer = null;
 		}
 
 		this.setBusy(false);
@@ -392,14 +423,18 @@ return view.extend({
 			return E('option', { 'value': String(n) }, [ _('%d seconds').format(n) ]);
 		}));
 		var impls = E('select', { 'class': 'cbi-input-select solowg-bench-impls' }, [
-			E('option', { 'value': '' }, [ _('solowg against the kernel module') ]),
-			E('option', { 'value': 'solowg,solowg' }, [ _('solowg against itself (no kernel module needed)') ])
+			E('option', { 'value': '' }, [ _('kernel module vs. solowg') ]),
+			E('option', { 'value': 'solowg,solowg' }, [ _('solowg vs. solowg') ])
 		]);
 
 		this.controls = E('div', { 'class': 'cbi-section solowg-bench-controls' }, writable ? [
 			E('div', { 'class': 'cbi-value' }, [
 				E('label', { 'class': 'cbi-value-title' }, _('Compare')),
-				E('div', { 'class': 'cbi-value-field' }, [ impls ])
+				E('div', { 'class': 'cbi-value-field' }, [
+					impls,
+					E('div', { 'class': 'cbi-value-description' }, [
+						_('solowg vs. solowg needs no kernel module and shows how much the figures vary from run to run.') ])
+				])
 			]),
 			E('div', { 'class': 'cbi-value' }, [
 				E('label', { 'class': 'cbi-value-title' }, _('Time per run')),
@@ -426,7 +461,7 @@ return view.extend({
 		return E('div', { 'class': 'cbi-map solowg-bench' }, [
 			E('h2', {}, _('solowg benchmark')),
 			E('div', { 'class': 'cbi-map-descr' }, [
-				_('Measures solowg against the kernel\'s WireGuard module on this router: two network namespaces joined by a virtual Ethernet pair, a TCP stream through each tunnel, in both directions. The router\'s CPU is busy while it runs, and traffic through the router slows down. Without the kernel module (kmod-wireguard), compare solowg against itself.')
+				_('Measures solowg against the kernel\'s WireGuard module on this router: two network namespaces joined by a virtual Ethernet pair, a TCP stream through each tunnel, in both directions. The router\'s CPU is busy while it runs, and traffic through the router slows down. The race with the module needs kmod-wireguard and wireguard-tools; without them solowg runs alone.')
 			]),
 			this.controls,
 			this.box
