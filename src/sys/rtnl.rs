@@ -2,7 +2,6 @@
 //! and `ip addr add` make them, for `solowg bench`'s own namespaces (the daemon changes
 //! none: it only listens, `netlink.rs`). A socket works in the network namespace of the
 //! thread that opened it (`netns::NetNs::run`).
-#![allow(unsafe_code)] // setsockopt(2) for the receive timeout
 
 #[cfg(test)]
 use super::netlink::attrs;
@@ -119,23 +118,7 @@ impl Rtnl {
             libc::SOCK_RAW | libc::SOCK_CLOEXEC,
             libc::NETLINK_ROUTE,
         )?;
-        let tv = libc::timeval {
-            tv_sec: ANSWER_WITHIN.as_secs() as libc::time_t,
-            tv_usec: 0,
-        };
-        // SAFETY: a timeval option of its own size on our own socket.
-        let rc = unsafe {
-            libc::setsockopt(
-                fd.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_RCVTIMEO,
-                &tv as *const libc::timeval as *const libc::c_void,
-                std::mem::size_of::<libc::timeval>() as libc::socklen_t,
-            )
-        };
-        if rc != 0 {
-            return Err(io::Error::last_os_error());
-        }
+        socket2::SockRef::from(&fd).set_read_timeout(Some(ANSWER_WITHIN))?;
         Ok(Rtnl {
             fd,
             seq: 0,

@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
-# `solowg bench`'s kernel half, on a kernel that has the WireGuard module: the host's own
-# installed Debian kernel (a /boot/vmlinuz-* whose modules include wireguard.ko), booted in
+# `solowg bench`'s kernel half, on a kernel that has the WireGuard module: an installed
+# kernel (a /boot/vmlinuz-* whose modules include wireguard.ko), else Debian's
+# linux-image-amd64 unpacked once into a cache (apt-get download, not installed), booted in
 # qemu-system-x86_64 from an initramfs made here of busybox, wg, iperf3, the modules and
 # the solowg under test. The guest runs the default race (kernel, then solowg) and the
 # built-in stream with solowg first, then asks for the kernel without `wg`; the host checks
 # the JSON (both implementations, Mbit/s above 0, the ratios, the module's version), the
 # refusal naming wireguard-tools, and that the guest's root namespace has no link, socket
 # or process left. The figures are an emulated CPU's and are not checked or kept.
-# Skips, saying so, without such a kernel or without qemu-system-x86_64.
+# Skips, saying so, without qemu-system-x86_64 or without a kernel it can find or fetch.
 #   usage: bench-kernel.sh      (SOLOWG_BIN: a static solowg, as .ci/build makes it;
-#                                QEMU_ACCEL=kvm where nested KVM works; default tcg)
+#                                QEMU_ACCEL=kvm where nested KVM works; default tcg;
+#                                SOLOWG_BENCH_KERNEL_DIR: the cache, default
+#                                /var/tmp/solowg-bench-kernel)
 set -euo pipefail
 
 here=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
@@ -21,7 +24,7 @@ skip() {
 	echo "0 passed, 0 failed"
 	exit 0
 }
-nt_require_tools jq cpio gzip xz ldd timeout
+nt_require_tools jq cpio gzip xz ldd timeout depmod
 nt_require_impl solowg
 BIN=$(nt_impl_bin solowg)
 command -v qemu-system-x86_64 >/dev/null || skip "no qemu-system-x86_64 (Debian: qemu-system-x86)"
@@ -29,12 +32,35 @@ command -v busybox >/dev/null || skip "no busybox"
 command -v modprobe >/dev/null || skip "no modprobe (kmod)"
 for t in wg iperf3; do command -v "$t" >/dev/null || skip "no $t on the host to copy into the guest"; done
 ldd "$BIN" 2>&1 | grep -qE 'statically linked|not a dynamic executable' || skip "$BIN is not linked statically (.ci/build makes it so)"
-kernel='' release=''
-for k in /boot/vmlinuz-*; do
-	r=${k#/boot/vmlinuz-}
-	[[ -r $k ]] && grep -q '/wireguard\.ko' "/lib/modules/$r/modules.dep" 2>/dev/null && kernel=$k release=$r
-done
-[[ -n $kernel ]] || skip "no installed kernel in /boot with the WireGuard module"
+# A kernel with the module: KROOT/boot/vmlinuz-RELEASE, its modules in KROOT/lib/modules.
+find_kernel() {
+	local k r
+	for k in "$1"/boot/vmlinuz-*; do
+		r=${k##*/vmlinuz-}
+		[[ -r $k ]] && grep -q '/wireguard\.ko' "$1/lib/modules/$r/modules.dep" 2>/dev/null &&
+			kernel=$k release=$r kroot=$1
+	done
+	[[ -n $kernel ]]
+}
+# Debian's current amd64 kernel package, unpacked (never installed) with its modules' index.
+fetch_kernel() {
+	local dir=$1 pkg deb
+	command -v apt-get >/dev/null && command -v dpkg-deb >/dev/null || return 1
+	pkg=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '$1 == "Depends:" && $2 ~ /^linux-image-/ { print $2; exit }')
+	[[ -n $pkg ]] || return 1
+	mkdir -p "$dir/deb"
+	(cd "$dir/deb" && timeout 300 apt-get download -q "$pkg" </dev/null) || return 1
+	deb=$(find "$dir/deb" -name "${pkg}_*.deb" | head -n 1)
+	[[ -n $deb ]] && dpkg-deb -x "$deb" "$dir/root" || return 1
+	r=$(find "$dir/root/lib/modules" -mindepth 1 -maxdepth 1 -printf '%f\n' | head -n 1)
+	depmod -b "$dir/root" "$r"
+}
+kernel='' release='' kroot=''
+cache=${SOLOWG_BENCH_KERNEL_DIR:-/var/tmp/solowg-bench-kernel}
+find_kernel "" || find_kernel "$cache/root" || {
+	nt_info "no kernel with the WireGuard module here: fetching Debian's into $cache"
+	fetch_kernel "$cache" && find_kernel "$cache/root"
+} || skip "no kernel with the WireGuard module, and Debian's linux-image-amd64 could not be fetched"
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/solowg-bench-kernel.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
@@ -55,7 +81,7 @@ done
 # The modules in load order, uncompressed (busybox's insmod takes plain .ko files).
 n=0
 for m in wireguard veth tun; do
-	modprobe --show-depends -S "$release" "$m" | awk '$1 == "insmod" { print $2 }'
+	modprobe ${kroot:+-d "$kroot"} --show-depends -S "$release" "$m" | awk '$1 == "insmod" { print $2 }'
 done | awk '!seen[$0]++' | while read -r ko; do
 	n=$((n + 1))
 	base=$(basename "$ko")

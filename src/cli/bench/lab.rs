@@ -256,7 +256,7 @@ fn uapi_set(
 ) -> Result<(), String> {
     let path = iface::socket_path(name);
     let fail = |e: std::io::Error| format!("cannot configure {name} over {}: {e}", path.display());
-    let mut s = UnixStream::connect(&path).map_err(fail)?;
+    let s = UnixStream::connect(&path).map_err(fail)?;
     s.set_read_timeout(Some(Duration::from_secs(5)))
         .map_err(fail)?;
     let req = Zeroizing::new(format!(
@@ -265,12 +265,21 @@ fn uapi_set(
         hex(key).as_str(),
         hex(peer).as_str()
     ));
-    s.write_all(req.as_bytes()).map_err(fail)?;
-    let mut reply = String::new();
-    BufReader::new(s.take(4096))
-        .read_line(&mut reply)
-        .map_err(fail)?;
-    if reply.trim_end() != "errno=0" {
+    // sys::send and sys::recv, not std's Write and Read: see `traffic::measure`.
+    let mut sent = 0;
+    while sent < req.len() {
+        sent += crate::sys::send(s.as_fd(), &req.as_bytes()[sent..], 0).map_err(fail)?;
+    }
+    let mut reply = Vec::new();
+    let mut chunk = [0u8; 512];
+    while !reply.ends_with(b"\n\n") && reply.len() < 4096 {
+        match crate::sys::recv(s.as_fd(), &mut chunk, 0).map_err(fail)? {
+            0 => break,
+            n => reply.extend_from_slice(&chunk[..n]),
+        }
+    }
+    let reply = String::from_utf8_lossy(&reply);
+    if reply.lines().next() != Some("errno=0") {
         return Err(format!(
             "{name} refused its configuration ({})",
             reply.trim()

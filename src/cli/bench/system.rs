@@ -3,6 +3,7 @@
 //! ubus answers (OpenWrt), else from /proc/cpuinfo, the device tree, DMI and os-release.
 
 use super::json::{self, Value};
+use std::io::Read;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -64,7 +65,12 @@ fn ubus_board() -> Option<Value> {
         std::thread::sleep(Duration::from_millis(20));
     }
     let mut out = String::new();
-    std::io::Read::read_to_string(&mut child.stdout.take()?, &mut out).ok()?;
+    child
+        .stdout
+        .take()?
+        .take(64 << 10)
+        .read_to_string(&mut out)
+        .ok()?;
     json::parse(&out).ok()
 }
 
@@ -138,6 +144,17 @@ fn release() -> String {
         .unwrap_or_else(|| "unknown".to_string())
 }
 
+/// `s` with control characters (a newline in a device tree's model) as spaces, and at
+/// most 120 characters: the result is one line.
+fn one_line(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(120)
+        .collect::<String>()
+        .trim()
+        .to_string()
+}
+
 /// Reads it all (ubus is asked once).
 pub fn gather() -> System {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
@@ -158,10 +175,10 @@ pub fn gather() -> System {
         .or_else(board_fallback)
         .unwrap_or_else(|| "unknown board".to_string());
     System {
-        board,
-        cpu,
+        board: one_line(&board),
+        cpu: one_line(&cpu),
         kernel: read_trimmed("/proc/sys/kernel/osrelease").unwrap_or_else(|| "unknown".into()),
-        release: release(),
+        release: one_line(&release()),
         solowg: env!("CARGO_PKG_VERSION").to_string(),
         wireguard: wireguard_version(),
     }
@@ -216,6 +233,12 @@ mod tests {
         assert_eq!(shell_value(os, "NAME").as_deref(), Some("Debian GNU/Linux"));
         assert_eq!(shell_value("X=''\n", "X"), None);
         assert_eq!(shell_value("'\n", "X"), None);
+    }
+
+    #[test]
+    fn descriptions_are_one_line() {
+        assert_eq!(one_line(" a\nb\t\u{0}c "), "a b  c");
+        assert_eq!(one_line(&"x".repeat(500)).len(), 120);
     }
 
     #[test]

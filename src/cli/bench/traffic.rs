@@ -5,8 +5,10 @@
 use super::json::{self, Value};
 use super::lab::{self, Lab, INNER};
 use super::report::Dir;
-use std::io::{Read, Write};
+use crate::sys;
+use std::io::Read;
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::os::fd::AsFd;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -45,7 +47,9 @@ impl Tool {
 /// Called every 100 ms or so with the seconds gone; false stops the run (it then fails).
 pub type Tick<'a> = &'a mut dyn FnMut(f64) -> bool;
 
-/// Mbit/s of one stream in `dir` for `seconds`.
+/// Mbit/s of one stream in `dir` for `seconds`. The sockets are read and written through
+/// `sys::recv` and `sys::send`, as the daemon's are: std's calls are the ABI-dependent
+/// recv(2) and send(2), which `tests/daemon.rs` keeps out of the binary.
 pub fn measure(
     lab: &Lab,
     tool: Tool,
@@ -194,11 +198,11 @@ fn connect(lab: &Lab, from: usize, to: usize) -> Result<(TcpStream, TcpStream), 
     Err("the connection was not accepted".to_string())
 }
 
-fn send_until(mut s: TcpStream, until: Instant, stop: &AtomicBool) {
+fn send_until(s: TcpStream, until: Instant, stop: &AtomicBool) {
     let buf = vec![0x5au8; 64 << 10];
     let _ = s.set_write_timeout(Some(Duration::from_secs(1)));
     while Instant::now() < until && !stop.load(Ordering::Relaxed) {
-        if s.write(&buf).is_err() {
+        if sys::send(s.as_fd(), &buf, 0).is_err() {
             break;
         }
     }
@@ -206,12 +210,12 @@ fn send_until(mut s: TcpStream, until: Instant, stop: &AtomicBool) {
 }
 
 /// Bytes read until the sender's end, or until `limit`.
-fn receive_until(mut s: TcpStream, limit: Instant, stop: &AtomicBool) -> (u64, Instant) {
+fn receive_until(s: TcpStream, limit: Instant, stop: &AtomicBool) -> (u64, Instant) {
     let mut buf = vec![0u8; 64 << 10];
     let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
     let mut bytes = 0u64;
     while Instant::now() < limit && !stop.load(Ordering::Relaxed) {
-        match s.read(&mut buf) {
+        match sys::recv(s.as_fd(), &mut buf, 0) {
             Ok(0) => break,
             Ok(n) => bytes += n as u64,
             Err(e)
