@@ -302,6 +302,20 @@ const require_ubus = process.env.SOLOWG_REQUIRE_UBUS === '1';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+test('the benchmark\'s command lines use options the real solowg bench has',
+	{ skip: !fs.existsSync(bins.solowg) && !require_ubus ? `missing ${bins.solowg}` : false, timeout: 10000 },
+	() => {
+		const help = execFileSync(bins.solowg, ['bench', '--help'], { encoding: 'utf8', timeout: 5000 });
+		for (const opt of ['--detach', '--state-file PATH', '--json', '--seconds N', '--impls LIST'])
+			assert.ok(help.includes(opt), `solowg bench --help lists ${opt}`);
+		const range = /--seconds N\s+seconds per run \((\d+)-(\d+)/.exec(help);
+		assert.ok(range, 'the help gives the range of --seconds');
+		for (const l of benchLines) {
+			const n = +/--seconds (\d+)/.exec(l)[1];
+			assert.ok(n >= +range[1] && n <= +range[2], `${l}: --seconds within ${range[1]}-${range[2]}`);
+		}
+	});
+
 test('every declared method exists in the real solowg ubus object',
 	{ skip: missing.length && !require_ubus ? `missing ${missing.join(', ')} (build with .ci/build; cargo install ubusd)` : false, timeout: 30000 },
 	async () => {
