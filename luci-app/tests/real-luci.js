@@ -496,6 +496,41 @@ async function benchScenarios(browser) {
 	check('bench.reopened-result', await page.waitFor(`document.querySelector('.solowg-bench-state')?.getAttribute('data-state') === 'done' && ${countOf('svg.solowg-bench-chart rect.solowg-bench-bar')} === ${runs.length}`, 15000),
 		`the reopened page does not show the last result (state ${await benchState(page)})`);
 	noErrors('bench.reopened', page);
+
+	// A run that fails on the router: SIGTERM to the bench (what `kill PID` does) once its
+	// first run goes on; it writes `failed` with its error, which the page shows.
+	check('bench.fail.started', await startBench(page, 'solowg,solowg', '5'), 'Run benchmark could not be pressed');
+	const going = await page.waitFor(`/run 1\\/4/.test((document.querySelector('.solowg-bench-state[data-state="running"] .solowg-bench-progress') || {}).textContent || '')`, 30000);
+	check('bench.fail.running', !!going, `the run does not show its first run within 30 s (${await benchSays(page)})`);
+	const victim = benchProcess((await stateFile(page)).pid);
+	check('bench.fail.process', !!victim, 'the state file\'s pid is no process of the router');
+	if (victim) process.kill(victim, 'SIGTERM');
+	const failedText = await page.waitFor(`(() => { const e = document.querySelector('.solowg-bench-state[data-state="failed"] .solowg-bench-error');
+		return e && e.textContent.trim(); })()`, 30000);
+	const sf = await stateFile(page);
+	console.log(`bench sent SIGTERM: ${failedText}`);
+	check('bench.fail.error-shown', !!failedText && sf.state === 'failed' && !!sf.error && failedText.includes(sf.error),
+		`the page does not show the state file's error (page: ${failedText}; file: ${JSON.stringify([ sf.state, sf.error ])})`);
+	check('bench.fail.button-again', await page.waitFor(`!document.querySelector('button.solowg-bench-run').disabled`, 5000), 'the button stays disabled after the failure');
+	await page.goto(benchUrl());
+	check('bench.fail.reopened', await page.waitFor(`(document.querySelector('.solowg-bench-state[data-state="failed"] .solowg-bench-error') || {}).textContent?.includes(${JSON.stringify(sf.error || '?')})`, 15000),
+		`the reopened page does not show the failure (${await benchSays(page)})`);
+	noErrors('bench.fail', page);
+}
+
+// The host PID of the router's process PID (the router has a PID namespace of its own):
+// the process whose innermost NSpid is PID and whose root is the router's.
+function benchProcess(pid) {
+	if (!(pid > 0)) return null;
+	for (const d of fs.readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
+		try {
+			const ns = (/^NSpid:\s+(.*)$/m.exec(fs.readFileSync(`/proc/${d}/status`, 'utf8')) || [])[1];
+			if (ns && +ns.trim().split(/\s+/).pop() === pid && ns.trim().split(/\s+/).length > 1 && fs.readlinkSync(`/proc/${d}/root`) === env.router_root)
+				return +d;
+		}
+		catch (e) { /* gone meanwhile */ }
+	}
+	return null;
 }
 
 async function viewerScenarios(browser) {

@@ -20,7 +20,8 @@
 # dialog of wg1 with its migrated peers, the import of a wg-quick file saved to UCI, the
 # Benchmark tab running `solowg bench` for real (against the kernel module, which this machine
 # lacks: the command's error shown; then solowg against itself, 5 s per run: progress, the
-# page reopened while it runs, the result with its chart, reopened again), and the viewer's
+# page reopened while it runs, the result with its chart, reopened again; a run sent SIGTERM:
+# the command's error shown), and the viewer's
 # read-only page without a private key in the DOM nor a benchmark. Screenshots go to OUTDIR.
 #   usage: tests/openwrt-real/luci.sh [OUTDIR]   (default: a fresh temp directory)
 #   env:   SOLOWG_BIN, HANDLER, INIT, ACL (as netifd.sh); LUCI_APP (default luci-app/, the
@@ -317,10 +318,10 @@ done
 # --- the pages in headless Chromium, inside the router's network namespace.
 jq -n --arg rootpw "$ROOT_PW" --arg viewpw "$VIEW_PW" --arg wg0pub "${PUB[wg0]}" --arg wg1pub "${PUB[wg1]}" \
 	--arg pska "$PSK_A" --arg pskb "$PSK_B" --arg apub "${PUB[a]}" --arg bpub "${PUB[b]}" --arg phonepub "${PUB[phone]}" \
-	--argjson secrets "$(printf '%s\n' "${SECRETS[@]}" | jq -R . | jq -s .)" \
+	--argjson secrets "$(printf '%s\n' "${SECRETS[@]}" | jq -R . | jq -s .)" --arg root "$R" \
 	'{base:"http://127.0.0.1", root_password:$rootpw, viewer_password:$viewpw, wg0_pub:$wg0pub, wg1_pub:$wg1pub,
 	  psk_a:$pska, psk_b:$pskb, laptop_pub:$apub, tablet_pub:$bpub, phone_pub:$phonepub, secrets:$secrets,
-	  wan:"10.231.0.1", lan:"192.168.1.1", wg0_port:"51820"}' >"$OW_TMP/page-env.json"
+	  wan:"10.231.0.1", lan:"192.168.1.1", wg0_port:"51820", router_root:$root}' >"$OW_TMP/page-env.json"
 chmod 600 "$OW_TMP/page-env.json"
 t0=$SECONDS
 set +e

@@ -283,7 +283,9 @@ return view.extend({
 		if (s.state == 'failed')
 			return E('div', { 'class': 'alert-message error solowg-bench-error' }, [
 				E('p', {}, [ _('The benchmark failed: %s').format(s.error || _('no reason given')) ]),
-				s.progress ? E('p', { 'class': 'solowg-bench-progress' }, [ _('Last step: %s').format(s.progress) ]) : ''
+				/* the command's last step names the error itself when it failed there */
+				(s.progress && (!s.error || s.progress.indexOf(s.error) < 0))
+					? E('p', { 'class': 'solowg-bench-progress' }, [ _('Last step: %s').format(s.progress) ]) : ''
 			]);
 
 		if (s.state != 'done')
