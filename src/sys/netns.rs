@@ -7,7 +7,7 @@
 
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command};
 
@@ -68,39 +68,52 @@ impl NetNs {
         Ok(r)
     }
 
-    /// Starts `cmd` in this namespace. The child gets `death_signal` when the thread that
-    /// started it ends, and ends at once if that already happened. Call it from a thread
-    /// that lives as long as the child should (the kernel ties the signal to the thread).
+    /// Starts `cmd` in this namespace, as [`spawn_tied`] does.
     pub fn spawn(&self, cmd: &mut Command, death_signal: i32) -> io::Result<Child> {
-        let ns = self.fd.as_raw_fd();
-        let parent = std::process::id() as libc::pid_t;
-        // SAFETY: the closure runs in the forked child before exec and makes only
-        // async-signal-safe system calls on integers (setns on an fd the parent keeps open
-        // until spawn returns, prctl, getppid); it allocates nothing and takes no lock.
-        unsafe {
-            cmd.pre_exec(move || {
+        tie(cmd, Some(self.fd.as_raw_fd()), death_signal);
+        cmd.spawn()
+    }
+}
+
+/// Has `cmd`'s child enter the network namespace `ns` (if given) and get `death_signal`
+/// when the thread that started it ends, before it runs the program.
+fn tie(cmd: &mut Command, ns: Option<RawFd>, death_signal: i32) {
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: the closure runs in the forked child before exec and makes only
+    // async-signal-safe system calls on integers (setns on an fd the parent keeps open
+    // until spawn returns, prctl, getppid); it allocates nothing and takes no lock.
+    unsafe {
+        cmd.pre_exec(move || {
+            if let Some(ns) = ns {
                 if libc::setns(ns, libc::CLONE_NEWNET) != 0 {
                     return Err(io::Error::last_os_error());
                 }
-                if libc::prctl(
-                    libc::PR_SET_PDEATHSIG,
-                    death_signal as libc::c_ulong,
-                    0,
-                    0,
-                    0,
-                ) != 0
-                {
-                    return Err(io::Error::last_os_error());
-                }
-                // The parent died between fork and prctl: no signal would ever come.
-                if libc::getppid() != parent {
-                    return Err(io::Error::from_raw_os_error(libc::ESRCH));
-                }
-                Ok(())
-            })
-        };
-        cmd.spawn()
-    }
+            }
+            if libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                death_signal as libc::c_ulong,
+                0,
+                0,
+                0,
+            ) != 0
+            {
+                return Err(io::Error::last_os_error());
+            }
+            // The parent died between fork and prctl: no signal would ever come.
+            if libc::getppid() != parent {
+                return Err(io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            Ok(())
+        })
+    };
+}
+
+/// Starts `cmd`; the child gets `death_signal` when the thread that started it ends, and
+/// ends at once if that already happened. Call it from a thread that lives as long as the
+/// child should (the kernel ties the signal to the thread, not the process).
+pub fn spawn_tied(cmd: &mut Command, death_signal: i32) -> io::Result<Child> {
+    tie(cmd, None, death_signal);
+    cmd.spawn()
 }
 
 impl AsFd for NetNs {

@@ -48,13 +48,12 @@ pub fn wireguard_version() -> Option<String> {
 
 /// What `ubus call system board` answers, if ubus is there and answers within a few seconds.
 fn ubus_board() -> Option<Value> {
-    let mut child = Command::new("ubus")
-        .args(["-t", "3", "call", "system", "board"])
+    let mut cmd = Command::new("ubus");
+    cmd.args(["-t", "3", "call", "system", "board"])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .ok()?;
+        .stderr(Stdio::null());
+    let mut child = crate::sys::netns::spawn_tied(&mut cmd, libc::SIGKILL).ok()?;
     let until = Instant::now() + Duration::from_secs(5);
     while child.try_wait().ok()?.is_none() {
         if Instant::now() > until {
