@@ -26,6 +26,12 @@ const repo = path.resolve(app, '..');
 const readJson = (p) => JSON.parse(fs.readFileSync(path.join(app, p), 'utf8'));
 const menu = readJson('root/usr/share/luci/menu.d/luci-app-solowg.json');
 const acl = readJson('root/usr/share/rpcd/acl.d/luci-app-solowg.json');
+const benchAcl = readJson('root/usr/share/rpcd/acl.d/luci-app-solowg-bench.json');
+// every group of the package's acl.d files, by name
+const aclGroups = { ...acl, ...benchAcl };
+const BENCH = '/usr/sbin/solowg bench --detach --state-file /var/run/solowg-bench.json --json';
+const BENCH_STATE = '/var/run/solowg-bench.json';
+const benchLines = ['5', '10', '30'].flatMap((n) => [`${BENCH} --seconds ${n}`, `${BENCH} --seconds ${n} --impls solowg,solowg`]);
 const aclModel = require('./luci-standin/acl-model.js');
 
 function jsFiles(dir, out = []) {
@@ -52,6 +58,27 @@ function declaredMethods() {
 	return found;
 }
 
+// { '/var/run/solowg-bench.json': ['view/solowg/bench.js'] }: every fs.read('<path>')
+function readPaths() {
+	const found = {};
+	for (const file of jsFiles(path.join(app, 'htdocs'))) {
+		const src = fs.readFileSync(file, 'utf8');
+		for (const m of src.matchAll(/\bfs\.read\(([^)]*)\)/g)) {
+			let p = m[1].trim();
+			// a constant of the same file: var NAME = '<path>';
+			const c = new RegExp(`\\b${p}\\s*=\\s*'([^']+)'`).exec(src);
+			if (/^[A-Z_]+$/.test(p) && c) p = c[1];
+			else {
+				const lit = p.match(/^'([^']+)'$/);
+				assert.ok(lit, `fs.read without a literal path or constant in ${file}: ${m[0]}`);
+				p = lit[1];
+			}
+			(found[p] ??= []).push(path.relative(app, file));
+		}
+	}
+	return found;
+}
+
 // { '/etc/init.d/solowg reload': ['view/solowg/status.js'], ... }: every
 // fs.exec('<command>', [ '<arg>', ... ]) of the pages, as rpcd joins it
 function execCommandLines() {
@@ -70,26 +97,75 @@ function execCommandLines() {
 
 function granted() {
 	const out = new Set();
-	for (const group of Object.values(acl))
+	for (const group of Object.values(aclGroups))
 		for (const mode of ['read', 'write'])
 			for (const [obj, methods] of Object.entries(group[mode]?.ubus ?? {}))
 				for (const m of methods) out.add(`${obj}.${m}`);
 	return out;
 }
 
-test('menu.d: one view node under admin/status, shaped as LuCI expects', () => {
-	assert.deepEqual(Object.keys(menu), ['admin/status/solowg']);
+test('menu.d: Status → solowg with two tabs, status and benchmark, shaped as LuCI expects', () => {
+	assert.deepEqual(Object.keys(menu), ['admin/status/solowg', 'admin/status/solowg/status', 'admin/status/solowg/bench']);
 	const node = menu['admin/status/solowg'];
 	assert.equal(typeof node.title, 'string');
 	assert.equal(typeof node.order, 'number');
-	assert.deepEqual(node.action, { type: 'view', path: 'solowg/status' });
-	assert.ok(fs.existsSync(path.join(app, 'htdocs/luci-static/resources/view', `${node.action.path}.js`)), 'view file exists');
+	// the first tab the session may open: the status page, at the same address as before
+	assert.deepEqual(node.action, { type: 'firstchild' });
+	for (const [p, view] of [['admin/status/solowg/status', 'solowg/status'], ['admin/status/solowg/bench', 'solowg/bench']]) {
+		assert.equal(typeof menu[p].title, 'string');
+		assert.deepEqual(menu[p].action, { type: 'view', path: view });
+		assert.ok(fs.existsSync(path.join(app, 'htdocs/luci-static/resources/view', `${view}.js`)), `${view}.js exists`);
+	}
+	assert.ok(menu['admin/status/solowg/status'].order < menu['admin/status/solowg/bench'].order, 'status is the first tab');
 	assert.deepEqual(node.depends.acl, ['luci-app-solowg']);
-	assert.ok(node.depends.acl.every((g) => g in acl), 'depends on an ACL group this package defines');
+	// the status tab inherits the parent's group; the benchmark needs its own besides
+	assert.equal(menu['admin/status/solowg/status'].depends, undefined);
+	assert.deepEqual(menu['admin/status/solowg/bench'].depends, { acl: ['luci-app-solowg-bench'] });
+	for (const n of Object.values(menu))
+		assert.ok((n.depends?.acl ?? []).every((g) => g in aclGroups), 'depends on an ACL group this package defines');
 	// The dispatcher checks uci depends as root (does the config have a
 	// section?): the daemon's own config says solowg is installed, and
 	// unlike network it is readable by the page's read-only users too.
 	assert.deepEqual(node.depends.uci, { solowg: true });
+});
+
+test('acl.d: the benchmark group grants its command lines and state file, for write only', () => {
+	assert.deepEqual(Object.keys(benchAcl), ['luci-app-solowg-bench']);
+	const g = benchAcl['luci-app-solowg-bench'];
+	assert.equal(typeof g.description, 'string');
+	// no read section: a read-only account given the group gets nothing from it
+	assert.deepEqual(Object.keys(g).sort(), ['description', 'write']);
+	assert.deepEqual(g.write, {
+		file: { ...Object.fromEntries(benchLines.map((l) => [l, ['exec']])), [BENCH_STATE]: ['read'] },
+		ubus: { file: ['exec', 'read'] },
+	});
+});
+
+test('acl.d: who may run the benchmark (rpcd rules, acl-model.js)', () => {
+	const files = [aclModel.baseAcl, acl, benchAcl];
+	const isFile = (p) => aclModel.canonicalPath(p) === '/usr/sbin/solowg';
+	const exec = (ses, line) => { const [cmd, ...args] = line.split(' '); return aclModel.fileExec(ses, cmd, args, null, isFile); };
+	const tab = { ...menu['admin/status/solowg/bench'], depends: { acl: ['luci-app-solowg', 'luci-app-solowg-bench'] } };
+	const yes = () => true;
+	const root = aclModel.login(aclModel.users.root, files);
+	for (const l of benchLines) assert.equal(exec(root, l), 0, `root: ${l}`);
+	for (const l of [`${BENCH}`, `${BENCH} --seconds 5 --impls kernel`, `${BENCH} --seconds 7`, `${BENCH} --seconds 5 --output /etc/passwd`,
+		'/usr/sbin/solowg bench --seconds 5', '/usr/sbin/solowg genkey', '/usr/sbin/solowg'])
+		assert.equal(exec(root, l), 6, `root: ${l} refused`);
+	assert.equal(root.access('file', BENCH_STATE, 'read'), true, 'root: the state file');
+	assert.equal(root.access('file', '/var/run/solowg/interfaces', 'read'), false, 'root: no other file');
+	assert.equal(aclModel.nodespec(tab, root, yes).readonly, false);
+	// the read-only account, even when given this group for read: no exec, no file, no tab
+	const ro = aclModel.login({ ...aclModel.users.readonly, read: [...aclModel.users.readonly.read, 'luci-app-solowg-bench'] }, files);
+	assert.equal(ro.access('ubus', 'file', 'exec'), false);
+	assert.equal(ro.access('ubus', 'file', 'read'), false);
+	for (const l of benchLines) assert.equal(exec(ro, l), 6, `read-only: ${l}`);
+	assert.equal(ro.access('file', BENCH_STATE, 'read'), false);
+	assert.equal(aclModel.nodespec(tab, ro, yes).satisfied, false, 'read-only: the dispatcher refuses the tab');
+	// a writer of luci-app-solowg without the benchmark group: no tab, nothing run
+	const w = aclModel.login({ read: ['unauthenticated', 'luci-base'], write: ['luci-app-solowg'] }, files);
+	assert.equal(aclModel.nodespec(tab, w, yes).satisfied, false);
+	for (const l of benchLines) assert.equal(exec(w, l), 6, `writer of luci-app-solowg only: ${l}`);
 });
 
 test('acl.d: exactly the grants the pages need', () => {
@@ -173,31 +249,39 @@ test('acl.d: what a read-only and a full session may do (rpcd rules, acl-model.j
 test('every declared ubus method is granted, and every grant is used', () => {
 	const declared = declaredMethods();
 	const execs = execCommandLines();
+	const reads = readPaths();
 	const grants = granted();
 	assert.ok(Object.keys(declared).length > 0, 'found rpc.declare calls');
-	// fs.exec is LuCI's call of rpcd's ubus `file exec`
+	// fs.exec and fs.read are LuCI's calls of rpcd's ubus `file exec` and `file read`
 	if (Object.keys(execs).length)
 		declared['file.exec'] = [...new Set(Object.values(execs).flat())];
+	if (Object.keys(reads).length)
+		declared['file.read'] = [...new Set(Object.values(reads).flat())];
 	for (const [m, files] of Object.entries(declared))
 		assert.ok(grants.has(m), `${m} (used in ${files.join(', ')}) is not granted by the ACL`);
 	for (const m of grants)
 		assert.ok(m in declared, `the ACL grants ${m} but no page calls it`);
 });
 
-test('every fs.exec command line is granted exactly, for write, and every file grant is used', () => {
+test('every fs.exec command line and fs.read path is granted exactly, for write, and every file grant is used', () => {
 	const execs = execCommandLines();
-	assert.deepEqual(Object.keys(execs), ['/etc/init.d/solowg reload'], 'the pages run the service\'s reload only');
+	const reads = readPaths();
+	assert.deepEqual(Object.keys(execs).sort(), ['/etc/init.d/solowg reload', ...benchLines].sort(),
+		'the pages run the service\'s reload and the benchmark only');
+	assert.deepEqual(Object.keys(reads), [BENCH_STATE], 'the pages read the benchmark\'s state file only');
 	const fileGrants = {};
-	for (const group of Object.values(acl))
+	for (const group of Object.values(aclGroups))
 		for (const mode of ['read', 'write'])
-			for (const [p, perms] of Object.entries(group[mode]?.file ?? {}))
+			for (const [p, perms] of Object.entries(group[mode]?.file ?? {})) {
+				assert.ok(!(p in fileGrants), `${p} granted once`);
 				fileGrants[p] = { mode, perms };
-	for (const line of Object.keys(execs)) {
-		assert.deepEqual(fileGrants[line], { mode: 'write', perms: ['exec'] }, `${line}: granted for exec in "write"`);
+			}
+	for (const [line, perm] of [...Object.keys(execs).map((l) => [l, 'exec']), ...Object.keys(reads).map((p) => [p, 'read'])]) {
+		assert.deepEqual(fileGrants[line], { mode: 'write', perms: [perm] }, `${line}: granted for ${perm} in "write"`);
 		assert.ok(!/[*?[]/.test(line), `${line}: no glob characters, so the grant matches this line only`);
 	}
 	for (const p of Object.keys(fileGrants))
-		assert.ok(p in execs, `the ACL grants file ${p} but no page runs it`);
+		assert.ok(p in execs || p in reads, `the ACL grants file ${p} but no page uses it`);
 });
 
 test('po/templates/solowg.pot is up to date (node tools/gen-pot.js)', () => {
@@ -217,6 +301,20 @@ const missing = Object.values(bins).filter((b) => !fs.existsSync(b));
 const require_ubus = process.env.SOLOWG_REQUIRE_UBUS === '1';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+test('the benchmark\'s command lines use options the real solowg bench has',
+	{ skip: !fs.existsSync(bins.solowg) && !require_ubus ? `missing ${bins.solowg}` : false, timeout: 10000 },
+	() => {
+		const help = execFileSync(bins.solowg, ['bench', '--help'], { encoding: 'utf8', timeout: 5000 });
+		for (const opt of ['--detach', '--state-file PATH', '--json', '--seconds N', '--impls LIST'])
+			assert.ok(help.includes(opt), `solowg bench --help lists ${opt}`);
+		const range = /--seconds N\s+seconds per run \((\d+)-(\d+)/.exec(help);
+		assert.ok(range, 'the help gives the range of --seconds');
+		for (const l of benchLines) {
+			const n = +/--seconds (\d+)/.exec(l)[1];
+			assert.ok(n >= +range[1] && n <= +range[2], `${l}: --seconds within ${range[1]}-${range[2]}`);
+		}
+	});
 
 test('every declared method exists in the real solowg ubus object',
 	{ skip: missing.length && !require_ubus ? `missing ${missing.join(', ')} (build with .ci/build; cargo install ubusd)` : false, timeout: 30000 },

@@ -71,6 +71,7 @@ class Browser {
 		const { targetId } = await this.send('Target.createTarget', { url: 'about:blank', browserContextId });
 		const { sessionId } = await this.send('Target.attachToTarget', { targetId, flatten: true });
 		const page = new Page(this, sessionId);
+		page.contextId = browserContextId;
 		globalThis.pages.push(page);
 		this.listeners.push((m) => { if (m.sessionId === sessionId) page.event(m); });
 		await page.send('Page.enable');
@@ -130,7 +131,18 @@ class Page {
 		const want = new URL(url).pathname;
 		await this.eval(`setTimeout(() => { location.href = ${JSON.stringify(url)}; }, 0); true`).catch(() => {});
 		await sleep(300);
-		return this.waitFor(`location.pathname === ${JSON.stringify(want)} && document.readyState === "complete"`, 20000);
+		const loaded = await this.waitFor(`location.pathname === ${JSON.stringify(want)} && document.readyState === "complete"`, 20000);
+		if (loaded) await this.menuDrawn();
+		return loaded;
+	}
+	// A page of a logged-in session fetches its menu from the dispatcher (admin/menu) after
+	// loading. LuCI's dispatcher.uc connects to ubus once, when uhttpd loads it, and every
+	// request's forked process shares that connection: two dispatcher requests at once can
+	// take each other's ubus replies, and one then hangs until uhttpd's script timeout (60 s,
+	// a 502). So the next page is opened only once this one has its menu (bounded; the
+	// login page has none).
+	menuDrawn() {
+		return this.waitFor(`!!document.querySelector('#topmenu > li') || !!document.querySelector('input[name=luci_password]')`, 10000);
 	}
 	async screenshot(name) {
 		const size = await this.eval('[document.documentElement.scrollWidth, document.documentElement.scrollHeight]');
@@ -171,7 +183,9 @@ async function login(page, user, password) {
 		p.form.submit();
 	})()`);
 	await sleep(500);
-	return page.waitFor('document.readyState === "complete" && !document.querySelector("input[name=luci_password]") && L.env.sessionid', 20000);
+	const sid = await page.waitFor('document.readyState === "complete" && !document.querySelector("input[name=luci_password]") && L.env.sessionid', 20000);
+	if (sid) await page.menuDrawn();
+	return sid;
 }
 
 const statusUrl = () => `${env.base}/cgi-bin/luci/admin/status/solowg`;
@@ -346,6 +360,179 @@ async function rootScenarios(browser) {
 	noErrors('root.import', page);
 }
 
+// Status → solowg → Benchmark: real runs of `solowg bench` behind the page, started through
+// rpcd's file exec with the command lines the ACL lists.
+const benchUrl = () => `${env.base}/cgi-bin/luci/admin/status/solowg/bench`;
+const benchState = (page) => page.eval(`(document.querySelector('.solowg-bench-state') || {}).getAttribute?.('data-state') || ''`);
+// the state and what the page says, for failure messages
+const benchSays = (page) => page.eval(`(() => { const b = document.querySelector('.solowg-bench-state');
+	return b ? b.getAttribute('data-state') + ': ' + b.textContent.trim().slice(0, 200) : 'no state box'; })()`).catch((e) => e.message);
+async function stateFile(page) {
+	const r = await page.ubus('file', 'read', { path: '/var/run/solowg-bench.json' });
+	try { return JSON.parse(r.result[1].data); }
+	catch (e) { return { unreadable: JSON.stringify(r).slice(0, 200) }; }
+}
+// Chooses the comparison and the time per run, presses Run benchmark.
+async function startBench(page, impls, seconds) {
+	return page.eval(`(() => {
+		const i = document.querySelector('select.solowg-bench-impls'), s = document.querySelector('select.solowg-bench-seconds'),
+			b = document.querySelector('button.solowg-bench-run');
+		if (!i || !s || !b || b.disabled) return false;
+		i.value = ${JSON.stringify(impls)}; s.value = ${JSON.stringify(seconds)};
+		b.click();
+		return true;
+	})()`);
+}
+
+async function benchScenarios(browser) {
+	const page = await browser.newPage();
+	check('bench.login', await login(page, 'root', env.root_password), 'no session after the login form');
+	await page.goto(statusUrl());
+	const tabs = await page.waitFor(`(() => { const t = Array.from(document.querySelectorAll('#tabmenu li')).map((l) => l.textContent.trim());
+		return t.length ? t : null; })()`, 20000);
+	check('bench.tabs', JSON.stringify(tabs) === JSON.stringify([ 'Status', 'Benchmark' ]), `tabs of Status → solowg: ${JSON.stringify(tabs)}`);
+	check('bench.status-tab-active', await page.eval(`!!document.querySelector('#tabmenu li.active') && document.querySelector('#tabmenu li.active').textContent.trim() === 'Status'`),
+		'the Status tab is not the active one at admin/status/solowg');
+	await page.goto(benchUrl());
+	check('bench.page', await page.waitFor(`!!document.querySelector('button.solowg-bench-run')`, 20000), 'no Run benchmark button within 20 s');
+	check('bench.writable', await page.eval('L.hasViewPermission() === true'), 'L.hasViewPermission() is not true for root');
+	check('bench.first-open', await benchState(page) === 'none' && await page.eval(countOf('.solowg-bench-none')) === 1,
+		`a router that never ran it does not say so (state ${await benchState(page)})`);
+	check('bench.choices', JSON.stringify(await page.eval(`[ 'impls', 'seconds' ].map((c) => Array.from(document.querySelectorAll('select.solowg-bench-' + c + ' option')).map((o) => o.value))`))
+		=== JSON.stringify([ [ '', 'solowg,solowg' ], [ '5', '10', '30' ] ]), 'the choices are not kernel module vs. solowg, solowg vs. solowg and 5/10/30 s');
+
+	// solowg against the kernel module, on a machine without the module: solowg runs alone and
+	// the page says why, in the command's words. Meanwhile a second page, opened before the
+	// start, presses Run too: the command refuses, and that page shows what it said.
+	const other = await browser.newPage();
+	check('bench.other.login', await login(other, 'root', env.root_password), 'no session for the second page');
+	await other.goto(benchUrl());
+	await other.waitFor(`!!document.querySelector('button.solowg-bench-run')`, 20000);
+	const tk = Date.now();
+	check('bench.kernel.started', await startBench(page, '', '5'), 'Run benchmark could not be pressed');
+	check('bench.kernel.running', await page.waitFor(`document.querySelector('.solowg-bench-state')?.getAttribute('data-state') === 'running'`, 30000),
+		`the run does not show as running within 30 s (${await benchSays(page)})`);
+	check('bench.concurrent.pressed', await startBench(other, '', '5'), 'the second page\'s Run benchmark could not be pressed');
+	const refusal = await other.waitFor(`(() => { const e = document.querySelector('.solowg-bench-state[data-state="failed"] .solowg-bench-error');
+		return e && e.textContent.trim(); })()`, 20000);
+	console.log(`bench pressed twice: ${refusal}`);
+	check('bench.concurrent.refused', /another solowg bench is running/.test(refusal || ''), `the second page does not show the command's refusal (${await benchSays(other)})`);
+	check('bench.concurrent.button-again', await other.waitFor(`!document.querySelector('button.solowg-bench-run').disabled`, 5000), 'the button stays disabled after the refusal');
+	noErrors('bench.concurrent', other);
+	const kernelEnd = await page.waitFor(`(() => { const s = document.querySelector('.solowg-bench-state')?.getAttribute('data-state'); return (s === 'done' || s === 'failed') && s; })()`, 90000);
+	console.log(`bench without the module: ${kernelEnd} after ${Math.round((Date.now() - tk) / 1000)} s`);
+	const sk = await stateFile(page);
+	check('bench.kernel.solowg-alone', kernelEnd === 'done' && Array.isArray(sk.runs) && sk.runs.length === 2 && sk.runs.every((r) => r.impl === 'solowg'),
+		`not done with solowg's two runs alone (${await benchSays(page)}; ${JSON.stringify(sk).slice(0, 200)})`);
+	const notes = await page.eval(`Array.from(document.querySelectorAll('.solowg-bench-notes .solowg-bench-note')).map((n) => n.textContent)`);
+	console.log(`bench notes: ${JSON.stringify(notes)}`);
+	check('bench.kernel.note', Array.isArray(sk.notes) && sk.notes.length > 0 && JSON.stringify(notes) === JSON.stringify(sk.notes) && /module/.test(notes.join(' ')),
+		`the page does not show the command's notes about the module (${JSON.stringify(notes)} / ${JSON.stringify(sk.notes)})`);
+	check('bench.kernel.button-again', await page.waitFor(`!document.querySelector('button.solowg-bench-run').disabled`, 5000), 'the button stays disabled after the run');
+	noErrors('bench.kernel', page);
+
+	// solowg against itself, 5 s per run: progress seen, the page reloaded while it runs
+	// (the run is followed again), then the result.
+	const t0 = Date.now();
+	check('bench.run.started', await startBench(page, 'solowg,solowg', '5'), 'Run benchmark could not be pressed');
+	const firstProgress = await page.waitFor(`(() => { const p = document.querySelector('.solowg-bench-state[data-state="running"] .solowg-bench-progress');
+		return p && p.textContent.trim(); })()`, 30000);
+	check('bench.run.progress', !!firstProgress, `no progress shown within 30 s of the start (${await benchSays(page)})`);
+	check('bench.run.button-disabled', await page.eval(`document.querySelector('button.solowg-bench-run').disabled`), 'Run benchmark is enabled while a run goes on');
+	const seen = new Set(firstProgress ? [ firstProgress ] : []);
+	await page.goto(benchUrl());
+	check('bench.run.reopened-running', await page.waitFor(`document.querySelector('.solowg-bench-state')?.getAttribute('data-state') === 'running'`, 10000),
+		`the reopened page does not show the run going on (${await benchSays(page)})`);
+	let state = '';
+	for (let i = 0; i < 600 && Date.now() - t0 < 150000; i++) {
+		state = await benchState(page).catch(() => '');
+		const p = await page.eval(`(document.querySelector('.solowg-bench-progress') || {}).textContent || ''`).catch(() => '');
+		if (p.trim()) seen.add(p.trim());
+		if (state === 'done' || state === 'failed') break;
+		await sleep(250);
+	}
+	const secs = Math.round((Date.now() - t0) / 1000);
+	console.log(`bench solowg,solowg 5 s: ${state} after ${secs} s; progress texts: ${JSON.stringify([ ...seen ]).slice(0, 400)}`);
+	check('bench.run.done', state === 'done', `the run did not end done within 150 s (${await benchSays(page)})`);
+	check('bench.run.progress-steps', seen.size >= 2, `fewer than two progress texts seen: ${JSON.stringify([ ...seen ])}`);
+	const st = await stateFile(page);
+	const runs = Array.isArray(st.runs) ? st.runs : [];
+	check('bench.run.state-file', st.state === 'done' && runs.length === 4 && runs.every((r) => r.impl === 'solowg' && r.mbps > 0 && r.cpu >= 0 && r.cpu <= 1)
+		&& [ 'up', 'down' ].every((d) => runs.filter((r) => r.dir === d).length === 2),
+		`the state file is not four solowg runs, two per direction, with Mbit/s: ${JSON.stringify(st).slice(0, 300)}`);
+	const shown = await page.eval(`(() => ({
+		bars: Array.from(document.querySelectorAll('svg.solowg-bench-chart rect.solowg-bench-bar')).map((b) => ({ impl: b.getAttribute('data-impl'), dir: b.getAttribute('data-dir'), mbps: +b.getAttribute('data-mbps'), w: +b.getAttribute('width') })),
+		rows: Array.from(document.querySelectorAll('tr.solowg-bench-row')).map((r) => ({ mbps: r.querySelector('.solowg-bench-mbps').textContent.trim(), cpu: r.querySelector('.solowg-bench-cpu').textContent.trim() })),
+		ratio: (document.querySelector('.solowg-bench-ratio') || {}).textContent || '',
+		system: (document.querySelector('.solowg-bench-system') || {}).textContent || '',
+		line: (document.querySelector('input.solowg-bench-line') || {}).value || '',
+		copy: !!document.querySelector('button.solowg-bench-copy')
+	}))()`);
+	// the chart groups the runs by direction (in the order the directions come), the table lists them as they ran
+	const byDir = [ ...new Set(runs.map((r) => r.dir)) ].flatMap((d) => runs.filter((r) => r.dir === d));
+	check('bench.result.chart', shown.bars.length === runs.length && runs.length > 0 &&
+		shown.bars.every((b, i) => b.mbps === byDir[i].mbps && b.dir === byDir[i].dir && b.impl === byDir[i].impl && b.w > 0),
+		`${shown.bars.length} bars for ${runs.length} runs, or their figures differ from the state file: ${JSON.stringify(shown.bars)}`);
+	check('bench.result.figures', shown.rows.length === runs.length && shown.rows.every((r, i) => r.mbps === `${runs[i].mbps.toFixed(1)} Mbit/s` && r.cpu === `${Math.round(runs[i].cpu * 100)} %`),
+		`the table's Mbit/s and CPU are not the state file's: ${JSON.stringify(shown.rows)}`);
+	check('bench.result.ratio', /solowg \/ kernel module: up .+, down .+/.test(shown.ratio), `no ratio line: ${shown.ratio}`);
+	check('bench.result.system', !!st.system && shown.system.includes(`solowg: ${st.system.solowg}`) && shown.system.includes(`Kernel: ${st.system.kernel}`),
+		`the system line does not carry the state file's: ${shown.system}`);
+	check('bench.result.line', shown.line !== '' && shown.line === st.line && shown.copy, `the shareable line is not the state file's, or no Copy: ${shown.line}`);
+	await page.screenshot('bench.png');
+	// Copy, with the clipboard permission a user grants (headless has no one to ask), read back
+	await page.browser.send('Browser.grantPermissions', { origin: env.base, browserContextId: page.contextId,
+		permissions: [ 'clipboardReadWrite', 'clipboardSanitizedWrite' ] });
+	await page.send('Emulation.setFocusEmulationEnabled', { enabled: true });
+	await page.eval(`document.querySelector('button.solowg-bench-copy').click()`);
+	check('bench.result.copied', await page.waitFor(`Array.from(document.querySelectorAll('.alert-message')).some((n) => /Copied/.test(n.textContent))`, 5000),
+		'Copy said nothing');
+	const clip = await page.eval('navigator.clipboard.readText()').catch((e) => `(${e.message})`);
+	check('bench.result.clipboard', clip === st.line, `the clipboard holds ${JSON.stringify(clip).slice(0, 120)}, not the line`);
+	noErrors('bench.run', page);
+
+	// the last result, when the page is opened again
+	await page.goto(benchUrl());
+	check('bench.reopened-result', await page.waitFor(`document.querySelector('.solowg-bench-state')?.getAttribute('data-state') === 'done' && ${countOf('svg.solowg-bench-chart rect.solowg-bench-bar')} === ${runs.length}`, 15000),
+		`the reopened page does not show the last result (state ${await benchState(page)})`);
+	noErrors('bench.reopened', page);
+
+	// A run that fails on the router: SIGTERM to the bench (what `kill PID` does) once its
+	// first run goes on; it writes `failed` with its error, which the page shows.
+	check('bench.fail.started', await startBench(page, 'solowg,solowg', '5'), 'Run benchmark could not be pressed');
+	const going = await page.waitFor(`/run 1\\/4/.test((document.querySelector('.solowg-bench-state[data-state="running"] .solowg-bench-progress') || {}).textContent || '')`, 30000);
+	check('bench.fail.running', !!going, `the run does not show its first run within 30 s (${await benchSays(page)})`);
+	const victim = benchProcess((await stateFile(page)).pid);
+	check('bench.fail.process', !!victim, 'the state file\'s pid is no process of the router');
+	if (victim) process.kill(victim, 'SIGTERM');
+	const failedText = await page.waitFor(`(() => { const e = document.querySelector('.solowg-bench-state[data-state="failed"] .solowg-bench-error');
+		return e && e.textContent.trim(); })()`, 30000);
+	const sf = await stateFile(page);
+	console.log(`bench sent SIGTERM: ${failedText}`);
+	check('bench.fail.error-shown', !!failedText && sf.state === 'failed' && !!sf.error && failedText.includes(sf.error),
+		`the page does not show the state file's error (page: ${failedText}; file: ${JSON.stringify([ sf.state, sf.error ])})`);
+	check('bench.fail.button-again', await page.waitFor(`!document.querySelector('button.solowg-bench-run').disabled`, 5000), 'the button stays disabled after the failure');
+	await page.goto(benchUrl());
+	check('bench.fail.reopened', await page.waitFor(`(document.querySelector('.solowg-bench-state[data-state="failed"] .solowg-bench-error') || {}).textContent?.includes(${JSON.stringify(sf.error || '?')})`, 15000),
+		`the reopened page does not show the failure (${await benchSays(page)})`);
+	noErrors('bench.fail', page);
+}
+
+// The host PID of the router's process PID (the router has a PID namespace of its own):
+// the process whose innermost NSpid is PID and whose root is the router's.
+function benchProcess(pid) {
+	if (!(pid > 0)) return null;
+	for (const d of fs.readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
+		try {
+			const ns = (/^NSpid:\s+(.*)$/m.exec(fs.readFileSync(`/proc/${d}/status`, 'utf8')) || [])[1];
+			if (ns && +ns.trim().split(/\s+/).pop() === pid && ns.trim().split(/\s+/).length > 1 && fs.readlinkSync(`/proc/${d}/root`) === env.router_root)
+				return +d;
+		}
+		catch (e) { /* gone meanwhile */ }
+	}
+	return null;
+}
+
 async function viewerScenarios(browser) {
 	const page = await browser.newPage();
 	check('viewer.login', await login(page, 'viewer', env.viewer_password), 'no session after the login form');
@@ -368,6 +555,17 @@ async function viewerScenarios(browser) {
 		`uci get network: ${JSON.stringify(r).slice(0, 120)}`);
 	const g = await page.ubus('solowg', 'genkey', {});
 	check('viewer.ubus.genkey', g.error && g.error.code === -32002, `solowg genkey: ${JSON.stringify(g).slice(0, 120)}`);
+	// The benchmark: no tab, the page refused, and rpcd refuses the run and the state file.
+	check('viewer.bench.no-tab', await page.eval(`!Array.from(document.querySelectorAll('#tabmenu li')).some((l) => /Benchmark/.test(l.textContent))`),
+		'a Benchmark tab shown to the viewer');
+	const ex = await page.ubus('file', 'exec', { command: '/usr/sbin/solowg', params: [ 'bench', '--detach', '--state-file', '/var/run/solowg-bench.json', '--json', '--seconds', '5', '--impls', 'solowg,solowg' ] });
+	check('viewer.ubus.bench-exec', ex.error && ex.error.code === -32002, `file exec of the benchmark: ${JSON.stringify(ex).slice(0, 120)}`);
+	const rd = await page.ubus('file', 'read', { path: '/var/run/solowg-bench.json' });
+	check('viewer.ubus.bench-state', rd.error && rd.error.code === -32002, `file read of the state file: ${JSON.stringify(rd).slice(0, 120)}`);
+	await page.goto(benchUrl());
+	await sleep(2000);
+	const bh = await page.html();
+	check('viewer.bench.refused', !bh.includes('solowg-bench-run') && !bh.includes('solowg-bench-chart'), 'the benchmark page rendered for the viewer');
 	// The interfaces page is not the viewer's: no form with a key.
 	await page.goto(`${env.base}/cgi-bin/luci/admin/network/network`);
 	await sleep(3000);
@@ -380,9 +578,10 @@ async function viewerScenarios(browser) {
 (async () => {
 	const browser = new Browser(chromium);
 	globalThis.pages = [];
-	const watchdog = setTimeout(() => { console.log('FAIL driver: over 200 s'); browser.close(); process.exit(1); }, 200000);
+	const watchdog = setTimeout(() => { console.log('FAIL driver: over 360 s'); browser.close(); process.exit(1); }, 360000);
 	try {
 		await rootScenarios(browser);
+		await benchScenarios(browser);
 		await viewerScenarios(browser);
 	}
 	catch (e) {

@@ -5,6 +5,7 @@
 //! with 1 for words it does not take.
 #![forbid(unsafe_code)]
 
+mod bench;
 mod keys;
 pub mod show;
 
@@ -28,6 +29,7 @@ Usage: solowg [-f|--foreground] <interface-name>
        solowg export [--config-dir DIR] [--uci-bin PATH] [--to DIR]
        solowg show [all | interfaces | <interface-name>] [<field> | dump]
        solowg genkey | genpsk | pubkey
+       solowg bench [--seconds N] [--impls LIST] [--json] [--state-file PATH] [--detach]
        solowg help | --version
 
 Creates the TUN interface and serves the WireGuard userspace API on
@@ -48,6 +50,8 @@ private-key, listen-port, fwmark, peers, preshared-keys, endpoints, allowed-ips,
 latest-handshakes, persistent-keepalive, transfer; `dump` prints them all, tab-separated.
 genkey, genpsk: a new private or preshared key on stdout; pubkey: the public key of the
 private key read from stdin (as `wg`).
+bench: races solowg against the kernel's WireGuard module on this device, in network
+namespaces of its own (`solowg bench --help`).
 
 Environment:
   LOG_LEVEL=verbose|error|silent   how much to log to stderr (default: info)
@@ -317,6 +321,7 @@ pub fn run(argv: Vec<String>) -> i32 {
     match argv.get(1).map(String::as_str) {
         Some("--uci") => return run_managed(&argv[2..]),
         Some("export") => return run_export(&argv[2..]),
+        Some("bench") => return bench::run(&argv[2..]),
         Some("show") => {
             return match show::run(&argv[2..]) {
                 Ok(shown) => {

@@ -5,11 +5,13 @@
 pub mod batch;
 pub mod lock;
 pub mod netlink;
+pub mod netns;
 pub mod offload;
 pub mod packet_tx;
 pub mod poller;
 pub mod privileges;
 pub mod route_query;
+pub mod rtnl;
 pub mod sched;
 pub mod seccomp;
 pub mod signals;

@@ -8,16 +8,21 @@
 # luci-proto-wireguard and luci-app-solowg installed as its package installs it. wg0 has a
 # peer that handshakes (wireguard-go in a second namespace) and one that never does; wg1 is
 # an interface moved over from kernel WireGuard, its peers in `wireguard_wg1` sections.
-# Two accounts in /etc/config/rpcd: root (every group) and `viewer`, given luci-base and
-# luci-app-solowg for read only.
+# Two accounts in /etc/config/rpcd: root (every group) and `viewer`, given luci-base,
+# luci-app-solowg and luci-app-solowg-bench for read only (the last grants nothing for read:
+# listing it shows that a read-only account gets no benchmark from it).
 #
 # Checked through uhttpd's /ubus as LuCI calls it (session login, then the calls): what each
 # account may call, and that nothing the viewer can read holds a private key or PSK. Then in
 # headless Chromium (luci-app/tests/real-luci.js, over the DevTools pipe): login of both
 # accounts, Status → solowg with the real daemon's data, the client configuration's QR code
 # read back, Reload configuration (the init script through rpcd's file exec), the interface
-# dialog of wg1 with its migrated peers, the import of a wg-quick file saved to UCI, and the
-# viewer's read-only page without a private key in the DOM. Screenshots go to OUTDIR.
+# dialog of wg1 with its migrated peers, the import of a wg-quick file saved to UCI, the
+# Benchmark tab running `solowg bench` for real (against the kernel module, which this machine
+# lacks: the command's error shown; then solowg against itself, 5 s per run: progress, the
+# page reopened while it runs, the result with its chart, reopened again; a run sent SIGTERM:
+# the command's error shown), and the viewer's
+# read-only page without a private key in the DOM nor a benchmark. Screenshots go to OUTDIR.
 #   usage: tests/openwrt-real/luci.sh [OUTDIR]   (default: a fresh temp directory)
 #   env:   SOLOWG_BIN, HANDLER, INIT, ACL (as netifd.sh); LUCI_APP (default luci-app/, the
 #          package's tree: htdocs/ and root/); OW_KEEP=1 keeps the scratch directory
@@ -158,6 +163,7 @@ config login
 	list read 'unauthenticated'
 	list read 'luci-base'
 	list read 'luci-app-solowg'
+	list read 'luci-app-solowg-bench'
 CFG
 cat >"$R/etc/config/system" <<'CFG'
 config system
@@ -292,18 +298,34 @@ check ubus.root-genpsk "root: solowg genpsk failed ($(code "$rep"))" test "$(cod
 rep=$(ubus_call "$SID_ROOT" file exec '{"command":"/etc/init.d/solowg","params":["stop"]}')
 check ubus.root-exec-stop-refused "root: exec of /etc/init.d/solowg stop was not refused by rpcd's file grant ($(code "$rep"))" \
 	test "$(code "$rep")" = "status 6"
+# The benchmark: the viewer may neither start it nor read its state file (uhttpd refuses the
+# ubus call: the group grants nothing for read); root may run only the listed command lines.
+bench_args='["bench","--detach","--state-file","/var/run/solowg-bench.json","--json","--seconds","5","--impls","solowg,solowg"]'
+for call in "file exec {\"command\":\"/usr/sbin/solowg\",\"params\":$bench_args}" \
+	'file read {"path":"/var/run/solowg-bench.json"}'; do
+	read -r o m a <<<"$call"
+	rep=$(ubus_call "$SID_VIEW" "$o" "$m" "$a")
+	check "ubus.viewer-denied.bench-$m" "viewer: $o $m of the benchmark not refused by uhttpd ($(code "$rep"))" \
+		test "$(code "$rep")" = "error -32002 Access denied"
+done
+for params in '["bench","--detach","--state-file","/var/run/solowg-bench.json","--json","--seconds","7"]' \
+	'["bench","--detach","--state-file","/etc/passwd","--json","--seconds","5"]' '["bench","--seconds","5"]' '["genkey"]'; do
+	rep=$(ubus_call "$SID_ROOT" file exec "{\"command\":\"/usr/sbin/solowg\",\"params\":$params}")
+	check "ubus.root-bench-refused.$(jq -r 'join("_")' <<<"$params" | tr -c 'A-Za-z0-9_\n' '-')" \
+		"root: solowg $params was not refused by rpcd's file grant ($(code "$rep"))" test "$(code "$rep")" = "status 6"
+done
 
 # --- the pages in headless Chromium, inside the router's network namespace.
 jq -n --arg rootpw "$ROOT_PW" --arg viewpw "$VIEW_PW" --arg wg0pub "${PUB[wg0]}" --arg wg1pub "${PUB[wg1]}" \
 	--arg pska "$PSK_A" --arg pskb "$PSK_B" --arg apub "${PUB[a]}" --arg bpub "${PUB[b]}" --arg phonepub "${PUB[phone]}" \
-	--argjson secrets "$(printf '%s\n' "${SECRETS[@]}" | jq -R . | jq -s .)" \
+	--argjson secrets "$(printf '%s\n' "${SECRETS[@]}" | jq -R . | jq -s .)" --arg root "$R" \
 	'{base:"http://127.0.0.1", root_password:$rootpw, viewer_password:$viewpw, wg0_pub:$wg0pub, wg1_pub:$wg1pub,
 	  psk_a:$pska, psk_b:$pskb, laptop_pub:$apub, tablet_pub:$bpub, phone_pub:$phonepub, secrets:$secrets,
-	  wan:"10.231.0.1", lan:"192.168.1.1", wg0_port:"51820"}' >"$OW_TMP/page-env.json"
+	  wan:"10.231.0.1", lan:"192.168.1.1", wg0_port:"51820", router_root:$root}' >"$OW_TMP/page-env.json"
 chmod 600 "$OW_TMP/page-env.json"
 t0=$SECONDS
 set +e
-ip netns exec "$NR" timeout 240 node "$tests/real-luci.js" "$OW_TMP/page-env.json" "$out" "$chromium" \
+ip netns exec "$NR" timeout 420 node "$tests/real-luci.js" "$OW_TMP/page-env.json" "$out" "$chromium" \
 	>"$OW_TMP/pages.log" 2>&1
 rc=$?
 set -e
