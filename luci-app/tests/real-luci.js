@@ -516,6 +516,22 @@ async function benchScenarios(browser) {
 	check('bench.fail.reopened', await page.waitFor(`(document.querySelector('.solowg-bench-state[data-state="failed"] .solowg-bench-error') || {}).textContent?.includes(${JSON.stringify(sf.error || '?')})`, 15000),
 		`the reopened page does not show the failure (${await benchSays(page)})`);
 	noErrors('bench.fail', page);
+
+	// A run killed outright (SIGKILL, as the kernel does when memory runs out) writes nothing
+	// more: its file says `running` for ever, and the page must say that it stopped.
+	check('bench.killed.started', await startBench(page, 'solowg,solowg', '5'), 'Run benchmark could not be pressed');
+	const going2 = await page.waitFor(`/run 1\\/4/.test((document.querySelector('.solowg-bench-state[data-state="running"] .solowg-bench-progress') || {}).textContent || '')`, 30000);
+	check('bench.killed.running', !!going2, `the run does not show its first run within 30 s (${await benchSays(page)})`);
+	const victim2 = benchProcess((await stateFile(page)).pid);
+	check('bench.killed.process', !!victim2, 'the state file\'s pid is no process of the router');
+	if (victim2) process.kill(victim2, 'SIGKILL');
+	const stalledText = await page.waitFor(`(() => { const e = document.querySelector('.solowg-bench-state[data-state="failed"] .solowg-bench-error');
+		return e && e.textContent.trim(); })()`, 50000);
+	console.log(`bench sent SIGKILL: ${stalledText}`);
+	check('bench.killed.shown', !!stalledText && /stopped without a result/.test(stalledText) && (await stateFile(page)).state === 'running',
+		`the page does not say the killed run stopped (page: ${stalledText})`);
+	check('bench.killed.button-again', await page.waitFor(`!document.querySelector('button.solowg-bench-run').disabled`, 5000), 'the button stays disabled after the killed run');
+	noErrors('bench.killed', page);
 }
 
 // The host PID of the router's process PID (the router has a PID namespace of its own):

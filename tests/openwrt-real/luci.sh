@@ -21,7 +21,7 @@
 # Benchmark tab running `solowg bench` for real (against the kernel module, which this machine
 # lacks: the command's error shown; then solowg against itself, 5 s per run: progress, the
 # page reopened while it runs, the result with its chart, reopened again; a run sent SIGTERM:
-# the command's error shown), and the viewer's
+# the command's error shown; a run sent SIGKILL: the page says it stopped), and the viewer's
 # read-only page without a private key in the DOM nor a benchmark. Screenshots go to OUTDIR.
 #   usage: tests/openwrt-real/luci.sh [OUTDIR]   (default: a fresh temp directory)
 #   env:   SOLOWG_BIN, HANDLER, INIT, ACL (as netifd.sh); LUCI_APP (default luci-app/, the

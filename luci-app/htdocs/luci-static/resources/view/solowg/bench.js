@@ -23,6 +23,10 @@ var STATE_FILE = '/var/run/solowg-bench.json';
 var POLL_MS = 1000;
 /* a start that changes nothing in the state file for this long is reported */
 var START_GRACE_MS = 15000;
+/* a run whose state file stays the same this long has stopped without a word
+ * (killed, e.g. by the kernel when memory ran out): it writes at least every
+ * second while it measures and between steps within seconds */
+var STALL_MS = 30000;
 var SVG_NS = 'http://www.w3.org/2000/svg';
 
 var RUNS = {
@@ -218,6 +222,8 @@ return view.extend({
 	starting: false,   /* a run was just started: the file may still hold the last one */
 	before: null,      /* the file's text before that start (null: no file) */
 	startedAt: 0,
+	lastText: null,    /* the state file as last read, and since when */
+	changedAt: 0,
 
 	/* The state file as text, or null when there is none (no run yet). */
 	readState: function() {
@@ -335,6 +341,17 @@ return view.extend({
 					return;
 
 				this.starting = false;
+			}
+
+			if (text !== this.lastText) {
+				this.lastText = text;
+				this.changedAt = Date.now();
+			}
+
+			if (s && s.state == 'running' && Date.now() - this.changedAt > STALL_MS) {
+				this.stopPolling();
+				this.show({ state: 'failed', error: _('it stopped without a result, its state file unchanged for %d seconds (killed, for example when memory ran out?).').format(STALL_MS / 1000) });
+				return;
 			}
 
 			this.show(s);
