@@ -238,6 +238,21 @@ pub fn parse(b: &[u8], ifindex: i32, out: &mut Vec<LinkEvent>) {
     }
 }
 
+/// A netlink message as the kernel frames it (header, body, padding to 4), for tests of the
+/// readers here and in `rtnl` and `route_query`.
+#[cfg(test)]
+pub(crate) fn test_message(kind: u16, seq: u32, body: &[u8]) -> Vec<u8> {
+    let mut m = Vec::new();
+    m.extend_from_slice(&((NLMSG_HDR + body.len()) as u32).to_ne_bytes());
+    m.extend_from_slice(&kind.to_ne_bytes());
+    m.extend_from_slice(&0u16.to_ne_bytes());
+    m.extend_from_slice(&seq.to_ne_bytes());
+    m.extend_from_slice(&0u32.to_ne_bytes());
+    m.extend_from_slice(body);
+    m.resize(m.len().next_multiple_of(4), 0);
+    m
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -419,17 +419,7 @@ impl RouteQuery {
 mod tests {
     use super::*;
 
-    fn msg(kind: u16, seq: u32, body: &[u8]) -> Vec<u8> {
-        let mut m = Vec::new();
-        m.extend_from_slice(&((NLMSG_HDR + body.len()) as u32).to_ne_bytes());
-        m.extend_from_slice(&kind.to_ne_bytes());
-        m.extend_from_slice(&0u16.to_ne_bytes());
-        m.extend_from_slice(&seq.to_ne_bytes());
-        m.extend_from_slice(&0u32.to_ne_bytes());
-        m.extend_from_slice(body);
-        m.resize(m.len().next_multiple_of(4), 0);
-        m
-    }
+    use crate::sys::netlink::test_message as msg;
 
     fn route_body(kind: u8, attrs: &[(u16, &[u8])]) -> Vec<u8> {
         let mut b = vec![libc::AF_INET as u8, 32, 0, 0, 254, 0, 0, kind, 0, 0, 0, 0];

@@ -230,16 +230,7 @@ fn link_names(buf: &[u8]) -> Vec<String> {
 mod tests {
     use super::*;
 
-    fn msg(kind: u16, seq: u32, body: &[u8]) -> Vec<u8> {
-        let mut m = Vec::new();
-        m.extend_from_slice(&((NLMSG_HDR + body.len()) as u32).to_ne_bytes());
-        m.extend_from_slice(&kind.to_ne_bytes());
-        m.extend_from_slice(&0u16.to_ne_bytes());
-        m.extend_from_slice(&seq.to_ne_bytes());
-        m.extend_from_slice(&0u32.to_ne_bytes());
-        m.extend_from_slice(body);
-        m
-    }
+    use crate::sys::netlink::test_message as msg;
 
     #[test]
     fn answers_are_matched_by_sequence_and_errors_kept() {
