@@ -22,8 +22,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use solowg::proto::cookie::LABEL_MAC1;
 use solowg::crypto::{self, clamp, public_key, Rng};
+use solowg::proto::cookie::LABEL_MAC1;
 use solowg::proto::device::{Device, DropReason, Verdict};
 use solowg::proto::uapi::{AllowedIpChange, PeerChange, SetRequest};
 use solowg::proto::wire::{self, HEADROOM};
