@@ -22,8 +22,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use solowg::proto::cookie::LABEL_MAC1;
 use solowg::crypto::{self, clamp, public_key, Rng};
+use solowg::proto::cookie::LABEL_MAC1;
 use solowg::proto::device::{Device, DropReason, Verdict};
 use solowg::proto::uapi::{AllowedIpChange, PeerChange, SetRequest};
 use solowg::proto::wire::{self, HEADROOM};
@@ -477,110 +477,124 @@ impl World {
     fn step(&mut self, inp: &mut Input) {
         match inp.u8() % 12 {
             // B or C sends an inner packet (usually to A's addresses, sometimes spoofed).
-            op @ (0..=2) => {
-                let from = [B, C, B][usize::from(op)];
-                let size = usize::from(inp.u8()) * 6;
-                let flags = inp.u8();
-                let src4 = if flags & 2 != 0 {
-                    [10, 0, 3, 9]
-                } else {
-                    v4(from)
-                };
-                let p = if flags & 1 == 0 {
-                    ip4(src4, v4(A), size)
-                } else {
-                    ip6(v6(from), v6(A), size)
-                };
-                self.encapsulate(from, &p);
-            }
+            op @ (0..=2) => self.send_to_a(op, inp),
             // A sends an inner packet to B, C, C's /24 or nowhere.
-            3 => {
-                let size = usize::from(inp.u8()) * 6;
-                let dst = inp.below(4);
-                let p = match dst {
-                    0 => ip4(v4(A), v4(B), size),
-                    1 => ip6(v6(A), v6(C), size),
-                    2 => ip4(v4(A), [10, 0, 3, inp.u8()], size),
-                    _ => ip4(v4(A), [10, 9, 9, 9], size),
-                };
-                self.encapsulate(A, &p);
-            }
+            3 => self.send_from_a(inp),
             // Deliver a captured datagram as it is (it stays: replay is allowed), from its
             // sender's home address or a roamed one.
-            4 | 5 => {
-                if self.pool.is_empty() {
-                    return;
-                }
-                let k = inp.below(self.pool.len());
-                let roam = inp.u8();
-                let d = &self.pool[k];
-                let src = if roam < 200 {
-                    d.src
-                } else {
-                    addr(d.from, usize::from(roam))
-                };
-                let to = node_at(d.to).unwrap_or(A);
-                let data = d.data.clone();
-                self.deliver(to, src, &data);
-            }
+            4 | 5 => self.replay(inp),
             // Deliver a mutated copy.
-            6 => {
-                if self.pool.is_empty() {
-                    return;
-                }
-                let k = inp.below(self.pool.len());
-                let d = &self.pool[k];
-                let (src, to) = (d.src, node_at(d.to).unwrap_or(A));
-                let mut data = d.data.clone();
-                let n = 1 + inp.below(3);
-                for _ in 0..n {
-                    mutate(&mut data, inp);
-                }
-                if inp.bool() {
-                    fix_mac1(&mut data, &self.publics[to]);
-                }
-                self.deliver(to, src, &data);
-            }
+            6 => self.replay_mutated(inp),
             // Raw bytes to A, sometimes dressed as a WireGuard header.
-            7 => {
-                let from = addr(inp.below(3), usize::from(inp.u8()));
-                let head = inp.u8();
-                let mut data = inp.chunk().to_vec();
-                if head & 0x80 != 0 && data.len() >= 4 {
-                    data[..4].copy_from_slice(&[head & 7, 0, 0, 0]);
-                }
-                if head & 0x40 != 0 {
-                    fix_mac1(&mut data, &self.publics[A]);
-                }
-                self.deliver(A, from, &data);
-            }
+            7 => self.raw_to_a(inp),
             // The clock.
-            8 => {
-                let kind = inp.u8();
-                let n = u64::from(inp.u16());
-                let d = match kind % 4 {
-                    0 => Duration::from_micros(n * 10),
-                    1 => Duration::from_millis(n),
-                    2 => Duration::from_secs(n % 600),
-                    // Up to 30 min: past REJECT_AFTER_TIME * 3, without hours of keepalives.
-                    _ => Duration::from_secs(n % 1800),
-                };
-                self.advance(d);
-            }
+            8 => self.advance_by(inp),
             // Timers at the current time.
             9 => self.tick(),
             10 => self.reconfigure(inp),
             // Forget or reorder captured datagrams.
-            _ => {
-                if self.pool.len() >= 2 {
-                    let a = inp.below(self.pool.len());
-                    let b = inp.below(self.pool.len());
-                    if inp.bool() {
-                        self.pool.swap(a, b);
-                    } else {
-                        self.pool.remove(a);
-                    }
-                }
+            _ => self.shuffle_pool(inp),
+        }
+    }
+
+    fn send_to_a(&mut self, op: u8, inp: &mut Input) {
+        let from = [B, C, B][usize::from(op)];
+        let size = usize::from(inp.u8()) * 6;
+        let flags = inp.u8();
+        let src4 = if flags & 2 != 0 {
+            [10, 0, 3, 9]
+        } else {
+            v4(from)
+        };
+        let p = if flags & 1 == 0 {
+            ip4(src4, v4(A), size)
+        } else {
+            ip6(v6(from), v6(A), size)
+        };
+        self.encapsulate(from, &p);
+    }
+
+    fn send_from_a(&mut self, inp: &mut Input) {
+        let size = usize::from(inp.u8()) * 6;
+        let dst = inp.below(4);
+        let p = match dst {
+            0 => ip4(v4(A), v4(B), size),
+            1 => ip6(v6(A), v6(C), size),
+            2 => ip4(v4(A), [10, 0, 3, inp.u8()], size),
+            _ => ip4(v4(A), [10, 9, 9, 9], size),
+        };
+        self.encapsulate(A, &p);
+    }
+
+    fn replay(&mut self, inp: &mut Input) {
+        if self.pool.is_empty() {
+            return;
+        }
+        let k = inp.below(self.pool.len());
+        let roam = inp.u8();
+        let d = &self.pool[k];
+        let src = if roam < 200 {
+            d.src
+        } else {
+            addr(d.from, usize::from(roam))
+        };
+        let to = node_at(d.to).unwrap_or(A);
+        let data = d.data.clone();
+        self.deliver(to, src, &data);
+    }
+
+    fn replay_mutated(&mut self, inp: &mut Input) {
+        if self.pool.is_empty() {
+            return;
+        }
+        let k = inp.below(self.pool.len());
+        let d = &self.pool[k];
+        let (src, to) = (d.src, node_at(d.to).unwrap_or(A));
+        let mut data = d.data.clone();
+        let n = 1 + inp.below(3);
+        for _ in 0..n {
+            mutate(&mut data, inp);
+        }
+        if inp.bool() {
+            fix_mac1(&mut data, &self.publics[to]);
+        }
+        self.deliver(to, src, &data);
+    }
+
+    fn raw_to_a(&mut self, inp: &mut Input) {
+        let from = addr(inp.below(3), usize::from(inp.u8()));
+        let head = inp.u8();
+        let mut data = inp.chunk().to_vec();
+        if head & 0x80 != 0 && data.len() >= 4 {
+            data[..4].copy_from_slice(&[head & 7, 0, 0, 0]);
+        }
+        if head & 0x40 != 0 {
+            fix_mac1(&mut data, &self.publics[A]);
+        }
+        self.deliver(A, from, &data);
+    }
+
+    fn advance_by(&mut self, inp: &mut Input) {
+        let kind = inp.u8();
+        let n = u64::from(inp.u16());
+        let d = match kind % 4 {
+            0 => Duration::from_micros(n * 10),
+            1 => Duration::from_millis(n),
+            2 => Duration::from_secs(n % 600),
+            // Up to 30 min: past REJECT_AFTER_TIME * 3, without hours of keepalives.
+            _ => Duration::from_secs(n % 1800),
+        };
+        self.advance(d);
+    }
+
+    fn shuffle_pool(&mut self, inp: &mut Input) {
+        if self.pool.len() >= 2 {
+            let a = inp.below(self.pool.len());
+            let b = inp.below(self.pool.len());
+            if inp.bool() {
+                self.pool.swap(a, b);
+            } else {
+                self.pool.remove(a);
             }
         }
     }

@@ -15,7 +15,9 @@
 
 use libfuzzer_sys::fuzz_target;
 use solowg::openwrt::blobmsg::{self, Value};
-use solowg::openwrt::ubus::{self, ArgType, Event, Method, ObjectSpec, Status, UbusConn, UbusError};
+use solowg::openwrt::ubus::{
+    self, ArgType, Event, Method, ObjectSpec, Status, UbusConn, UbusError,
+};
 
 const OBJ: u32 = 0x0102_0304;
 const MSG_HELLO: u8 = 0;
@@ -142,7 +144,10 @@ fuzz_target!(|data: &[u8]| {
                 Event::Registered { .. } => panic!("registered twice on one connection"),
                 Event::CallDone { path, method, .. } => {
                     assert!(own_call, "an outcome of a call never made");
-                    assert_eq!((path.as_str(), method.as_str()), ("network.interface", "notify_proto"));
+                    assert_eq!(
+                        (path.as_str(), method.as_str()),
+                        ("network.interface", "notify_proto")
+                    );
                 }
                 Event::Invoke {
                     method,
