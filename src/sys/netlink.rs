@@ -238,6 +238,20 @@ pub fn parse(b: &[u8], ifindex: i32, out: &mut Vec<LinkEvent>) {
     }
 }
 
+/// A request to the kernel: the netlink header (NLM_F_REQUEST and `flags`, sequence `seq`)
+/// followed by `body`.
+pub(crate) fn request(kind: u16, flags: u16, seq: u32, body: &[u8]) -> Vec<u8> {
+    const NLM_F_REQUEST: u16 = 1;
+    let mut m = Vec::with_capacity(NLMSG_HDR + body.len());
+    m.extend_from_slice(&((NLMSG_HDR + body.len()) as u32).to_ne_bytes());
+    m.extend_from_slice(&kind.to_ne_bytes());
+    m.extend_from_slice(&(NLM_F_REQUEST | flags).to_ne_bytes());
+    m.extend_from_slice(&seq.to_ne_bytes());
+    m.extend_from_slice(&0u32.to_ne_bytes());
+    m.extend_from_slice(body);
+    m
+}
+
 /// A netlink message as the kernel frames it (header, body, padding to 4), for tests of the
 /// readers here and in `rtnl` and `route_query`.
 #[cfg(test)]

@@ -17,7 +17,6 @@ use std::os::fd::{AsRawFd, OwnedFd};
 const NLMSG_HDR: usize = 16;
 const NLMSG_ERROR: u16 = 2;
 const NLMSG_DONE: u16 = 3;
-const NLM_F_REQUEST: u16 = 1;
 const NLM_F_DUMP: u16 = 0x300;
 const RTM_NEWRULE: u16 = 32;
 const RTM_GETRULE: u16 = 34;
@@ -283,13 +282,7 @@ impl RouteQuery {
     /// Sends request `kind` (with `flags` besides NLM_F_REQUEST) carrying `body`.
     fn request(&mut self, kind: u16, flags: u16, body: &[u8]) -> Result<(), Unresolved> {
         self.seq = self.seq.wrapping_add(1);
-        let mut m = Vec::with_capacity(NLMSG_HDR + body.len());
-        m.extend_from_slice(&((NLMSG_HDR + body.len()) as u32).to_ne_bytes());
-        m.extend_from_slice(&kind.to_ne_bytes());
-        m.extend_from_slice(&(NLM_F_REQUEST | flags).to_ne_bytes());
-        m.extend_from_slice(&self.seq.to_ne_bytes());
-        m.extend_from_slice(&0u32.to_ne_bytes());
-        m.extend_from_slice(body);
+        let m = super::netlink::request(kind, flags, self.seq, body);
         // SAFETY: m is a live buffer of the length passed; the kernel is the destination of
         // an unbound netlink socket's send.
         // sendto, not send: the same system call on every ABI (see `sys::send`).

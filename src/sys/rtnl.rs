@@ -16,7 +16,6 @@ const RTM_DELLINK: u16 = 17;
 const RTM_GETLINK: u16 = 18;
 const RTM_NEWADDR: u16 = 20;
 const NLMSG_ERROR: u16 = 2;
-const NLM_F_REQUEST: u16 = 1;
 const NLM_F_ACK: u16 = 4;
 const NLM_F_EXCL: u16 = 0x200;
 const NLM_F_CREATE: u16 = 0x400;
@@ -28,7 +27,6 @@ const IFLA_INFO_DATA: u16 = 2;
 const VETH_INFO_PEER: u16 = 1;
 const IFA_ADDRESS: u16 = 1;
 const IFA_LOCAL: u16 = 2;
-const NLMSG_HDR: usize = 16;
 const IFINFO_LEN: usize = 16;
 /// How long the kernel may take to answer one request (creating a link loads its module).
 const ANSWER_WITHIN: Duration = Duration::from_secs(5);
@@ -129,13 +127,7 @@ impl Rtnl {
     /// Sends request `kind` with `flags` and `body`, and waits for its answer.
     fn ask(&mut self, kind: u16, flags: u16, body: &[u8]) -> io::Result<i32> {
         self.seq = self.seq.wrapping_add(1);
-        let mut m = Vec::with_capacity(NLMSG_HDR + body.len());
-        m.extend_from_slice(&((NLMSG_HDR + body.len()) as u32).to_ne_bytes());
-        m.extend_from_slice(&kind.to_ne_bytes());
-        m.extend_from_slice(&(NLM_F_REQUEST | flags).to_ne_bytes());
-        m.extend_from_slice(&self.seq.to_ne_bytes());
-        m.extend_from_slice(&0u32.to_ne_bytes());
-        m.extend_from_slice(body);
+        let m = super::netlink::request(kind, flags, self.seq, body);
         super::send(self.fd.as_fd(), &m, 0)?;
         // Bounded: each read waits at most ANSWER_WITHIN; older answers are skipped.
         for _ in 0..16 {
