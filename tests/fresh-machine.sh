@@ -283,6 +283,17 @@ else
 	what="commit $(git -C "$repo" rev-parse --short HEAD)"
 fi
 echo "fresh-machine: $what copied to $checkout in the root"
+# CI's checkout has ../shared beside it, whose OpenWrt sources the real-component tests build
+# (tests/openwrt-real/build.sh): the same beside the root's checkout.
+shared_src=$repo/../shared/openwrt-src
+if [[ -d $shared_src ]]; then
+	rm -rf --one-file-system -- "${root:?}${checkout%/*}/shared"
+	mkdir -p "$root${checkout%/*}/shared"
+	cp -a -- "$shared_src" "$root${checkout%/*}/shared/openwrt-src"
+	echo "fresh-machine: ../shared/openwrt-src copied beside it"
+else
+	echo "fresh-machine: NOTICE: no ../shared/openwrt-src beside the checkout; the suite's OpenWrt stage will stop"
+fi
 
 # --- The two commands, each as a root login would run it, bounded by --timeout.
 mkdir -p "$logs"
