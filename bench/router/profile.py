@@ -15,6 +15,10 @@ it to EBase, a page it allocates at boot, found here as the page-aligned kernel 
 executed most and whose page also holds the general exception vector (EBase + 0x180), in
 KSEG0.
 
+Then the same instructions and cycles by role (`ROLES`: the cipher, copies and checksums,
+system calls, the TUN device, sockets, ...), and per setting the implementations side by
+side, role by role: where one spends instructions the other does not.
+
     profile.py --solowg ELF [--top N] RAW_DIR
 """
 import argparse
@@ -46,6 +50,50 @@ def long_run_bytes(raw_dir):
 
 # The columns of a block's counts after its address.
 FIELDS = ("insns", "execs", "imiss", "dmiss", "uncached", "stall")
+
+
+# Roles of the code a run executes, by symbol: the first pattern that matches names the
+# role. Kernel names are Linux 6.12's; "[mod]" is a module's kallsyms suffix. The cipher is
+# both implementations' ChaCha20-Poly1305 (the module's MIPS assembly, solowg's own).
+ROLES = [
+    ("random numbers", r"chacha_permute|get_random|crng"),
+    ("cipher", r"chacha|poly1305|ChaCha20|Poly1305|aead::"),
+    ("copies, checksums, zeroing", r"copy_to_user|copy_from_user|csum|memcpy|memmove|copy_page"
+     r"|skb_copy_bits|__bzero|memset|checksum::|copy_to_iter|copy_from_iter|check_object_size"),
+    ("TLB refills, exceptions", r"^\(TLB refill|^\(general exception|^handle_|tlb"),
+    ("system calls, seccomp", r"syscall|seccomp|bpf_prog_run|iovec|msghdr|fdget|__fget"
+     r"|rw_verify|readv_writev|do_readv|do_writev|vfs_|recvmmsg|sendmmsg|ksys_|__sys_|^sys_|_sys_|__se_sys"),
+    ("TUN device", r"\[tun\]|^tun_"),
+    ("NIC driver", r"virtnet|virtqueue|virtio|vring|^vp_|\[virtio_net\]|detach_buf|sg_miter"),
+    ("sockets, UDP", r"udp|^sock_|^sk_|datagram|skb_recv|skb_consume|inet_recvmsg|inet_sendmsg"
+     r"|ip_make_skb|ip_append_data|getfrag|__sk_"),
+    ("TCP", r"tcp"),
+    ("IP, routing, netfilter", r"^ip_|^__ip|fib|^nf_|^nft_|inet_|^dst_|^rt_|icmp|neigh|^eth_"
+     r"|arp|ipv4|raw_v4"),
+    ("NAPI, GRO, GSO, qdisc", r"netif|napi|gro|net_rx_action|dev_|gso|skb_segment|validate_xmit"
+     r"|sch_|qdisc|flow_dissect|siphash|rps|^__skb_get_hash|skb_mac"),
+    ("buffers, allocation", r"skb|kmem|kmalloc|kfree|page_frag|alloc_pages|free_|__alloc|slab"
+     r"|build_skb|folio|page|__kmalloc|mempool|percpu"),
+    ("scheduling, wake-ups, timers", r"schedule|^ep_|epoll|wake|select|poll|enqueue|dequeue"
+     r"|update_curr|pick_next|switch|finish_task|irq|softirq|timer|tick|clock|ktime|timekeeping"
+     r"|sched|rcu|idle|cpu|task|mutex|lock|futex|signal|work|vruntime|entity|8259|_bh"),
+]
+ROLE_RES = [(name, re.compile(p)) for name, p in ROLES]
+
+
+def role(space, sym):
+    """The role of a symbol in a space ("kernel", "modules", "user"), by ROLES; what matches
+    none is the rest of its owner: the module, solowg, another program or the kernel."""
+    if space == "user" and sym == "(user)":
+        return "other programs (iperf3)"
+    for name, r in ROLE_RES:
+        if r.search(sym):
+            return name
+    if space == "user":
+        return "solowg, the rest"
+    if "[wireguard]" in sym:
+        return "module, the rest"
+    return "kernel, the rest"
 
 
 def read_prof(path):
@@ -208,6 +256,8 @@ def main():
     a = ap.parse_args()
     user = Symbols(elf_functions(a.solowg), "solowg")
     run_bytes = long_run_bytes(a.raw_dir)
+    # {(nic, topo, dir): {impl: {role: [insn/B, cycles/B]}}} for the side-by-side tables.
+    by_setting = {}
     for p1 in sorted(glob.glob(os.path.join(a.raw_dir, "prof-*.1"))):
         p0 = p1[:-1] + "0"
         if not os.path.exists(p0):
@@ -296,6 +346,39 @@ def main():
             sym = sym.replace("|", "\\|")
             print(f"| {100 * cycles(v) / all_cycles:.1f}% | {per(cycles(v))} | {per(v[0])} | {per(v[2], 1024)} "
                   f"| {per(v[3], 1024)} | {per(v[4], 1024)} | {dict(k='kernel', m='module', u='user')[space]} | `{sym[:90]}` |")
+        print()
+        if carried:
+            roles = {}
+            for key, v in by_sym.items():
+                space, sym = key.split(" ", 1)
+                r = roles.setdefault(role(dict(k="kernel", m="modules", u="user")[space], sym), [0, 0])
+                r[0] += v[0] / carried
+                r[1] += cycles(v) / carried
+            topo, dirn = name.split("-")[2:4]
+            by_setting.setdefault((nic, topo, dirn), {})[impl] = roles
+    print_roles(by_setting)
+
+
+def print_roles(by_setting):
+    """Per setting, instructions (and modeled cycles) per byte carried by role, the
+    implementations side by side, largest roles first."""
+    names = [n for n, _ in ROLES] + ["module, the rest", "solowg, the rest",
+                                     "other programs (iperf3)", "kernel, the rest"]
+    for (nic, topo, dirn), impls in sorted(by_setting.items()):
+        order = sorted(impls)
+        print(f"### by role: {nic} {topo} {dirn}, instructions (cycles) per byte carried")
+        print()
+        print("| role | " + " | ".join(order) + " |")
+        print("|---|" + "---:|" * len(order))
+        for n in names:
+            if all(n not in impls[i] for i in order):
+                continue
+            cells = [f"{impls[i].get(n, [0, 0])[0]:.2f} ({impls[i].get(n, [0, 0])[1]:.1f})"
+                     for i in order]
+            print(f"| {n} | " + " | ".join(cells) + " |")
+        tot = [f"**{sum(v[0] for v in impls[i].values()):.2f} ({sum(v[1] for v in impls[i].values()):.1f})**"
+               for i in order]
+        print("| **all** | " + " | ".join(tot) + " |")
         print()
 
 

@@ -10,6 +10,7 @@ import unittest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench", "router"))
 import calibrate  # noqa: E402
 import cost  # noqa: E402
+import profile as guest_profile  # noqa: E402  (bench/router/profile.py, not the stdlib's)
 import report  # noqa: E402
 
 
@@ -124,6 +125,34 @@ class SensitivityTest(unittest.TestCase):
         self.assertIn("| 0.50 | 0.50 | yes |", text)
         self.assertIn("0.34", text)
         self.assertIn("holds in every setting", text)
+
+
+class RoleTest(unittest.TestCase):
+    def test_symbols_fall_into_their_roles(self):
+        role = guest_profile.role
+        cases = [
+            ("modules", "chacha_crypt_arch [chacha_mips]", "cipher"),
+            ("user", "<solowg::crypto::chacha20::ChaCha20>::xor_words", "cipher"),
+            ("user", "solowg_poly1305_blocks_mips", "cipher"),
+            ("kernel", "chacha_permute", "random numbers"),
+            ("kernel", "__csum_partial_copy_to_user", "copies, checksums, zeroing"),
+            ("kernel", "(TLB refill handler)", "TLB refills, exceptions"),
+            ("kernel", "___bpf_prog_run", "system calls, seccomp"),
+            ("modules", "tun_get_user [tun]", "TUN device"),
+            ("modules", "virtnet_poll [virtio_net]", "NIC driver"),
+            ("kernel", "udp_recvmsg", "sockets, UDP"),
+            ("kernel", "tcp_v4_rcv", "TCP"),
+            ("kernel", "ip_forward", "IP, routing, netfilter"),
+            ("kernel", "skb_segment", "NAPI, GRO, GSO, qdisc"),
+            ("kernel", "kmem_cache_alloc_node_noprof", "buffers, allocation"),
+            ("kernel", "__schedule", "scheduling, wake-ups, timers"),
+            ("modules", "wg_packet_receive [wireguard]", "module, the rest"),
+            ("user", "<solowg::proto::device::Device>::decapsulate", "solowg, the rest"),
+            ("user", "(user)", "other programs (iperf3)"),
+            ("kernel", "some_unlisted_function", "kernel, the rest"),
+        ]
+        for space, sym, want in cases:
+            self.assertEqual(role(space, sym), want, sym)
 
 
 if __name__ == "__main__":
