@@ -17,7 +17,7 @@ KSEG0.
 
 Then the same instructions and cycles by role (`ROLES`: the cipher, copies and checksums,
 system calls, the TUN device, sockets, ...), and per setting the implementations side by
-side, role by role: where one spends instructions the other does not.
+side, role by role (the mean over the runs): where one spends instructions the other does not.
 
     profile.py --solowg ELF [--top N] RAW_DIR
 """
@@ -256,7 +256,8 @@ def main():
     a = ap.parse_args()
     user = Symbols(elf_functions(a.solowg), "solowg")
     run_bytes = long_run_bytes(a.raw_dir)
-    # {(nic, topo, dir): {impl: {role: [insn/B, cycles/B]}}} for the side-by-side tables.
+    # {(nic, topo, dir): {impl: [{role: [insn/B, cycles/B]} per run]}} for the side-by-side
+    # tables, which give the mean over the runs.
     by_setting = {}
     for p1 in sorted(glob.glob(os.path.join(a.raw_dir, "prof-*.1"))):
         p0 = p1[:-1] + "0"
@@ -355,8 +356,19 @@ def main():
                 r[0] += v[0] / carried
                 r[1] += cycles(v) / carried
             topo, dirn = name.split("-")[2:4]
-            by_setting.setdefault((nic, topo, dirn), {})[impl] = roles
-    print_roles(by_setting)
+            by_setting.setdefault((nic, topo, dirn), {}).setdefault(impl, []).append(roles)
+    print_roles({k: {i: mean_roles(runs) for i, runs in v.items()} for k, v in by_setting.items()})
+
+
+def mean_roles(runs):
+    """{role: [insn/B, cycles/B]} averaged over runs (a role missing from a run counts 0)."""
+    out = {}
+    for roles in runs:
+        for name, (i, c) in roles.items():
+            acc = out.setdefault(name, [0.0, 0.0])
+            acc[0] += i / len(runs)
+            acc[1] += c / len(runs)
+    return out
 
 
 def print_roles(by_setting):
