@@ -52,6 +52,9 @@ def long_run_bytes(raw_dir):
 FIELDS = ("insns", "execs", "imiss", "dmiss", "uncached", "stall")
 
 
+# The space a by-symbol key's first letter stands for.
+SPACES = {"k": "kernel", "m": "modules", "u": "user"}
+
 # Roles of the code a run executes, by symbol: the first pattern that matches names the
 # role. Kernel names are Linux 6.12's; "[mod]" is a module's kallsyms suffix. The cipher is
 # both implementations' ChaCha20-Poly1305 (the module's MIPS assembly, solowg's own).
@@ -352,7 +355,7 @@ def main():
             roles = {}
             for key, v in by_sym.items():
                 space, sym = key.split(" ", 1)
-                r = roles.setdefault(role(dict(k="kernel", m="modules", u="user")[space], sym), [0, 0])
+                r = roles.setdefault(role(SPACES[space], sym), [0, 0])
                 r[0] += v[0] / carried
                 r[1] += cycles(v) / carried
             topo, dirn = name.split("-")[2:4]
@@ -372,8 +375,8 @@ def mean_roles(runs):
 
 
 def print_roles(by_setting):
-    """Per setting, instructions (and modeled cycles) per byte carried by role, the
-    implementations side by side, largest roles first."""
+    """Per setting, instructions (and modeled cycles) per byte carried by role, in ROLES'
+    order, the implementations side by side."""
     names = [n for n, _ in ROLES] + ["module, the rest", "solowg, the rest",
                                      "other programs (iperf3)", "kernel, the rest"]
     for (nic, topo, dirn), impls in sorted(by_setting.items()):
