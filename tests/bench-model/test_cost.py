@@ -154,6 +154,18 @@ class RoleTest(unittest.TestCase):
         for space, sym, want in cases:
             self.assertEqual(role(space, sym), want, sym)
 
+    def test_free_crossing_takes_only_what_user_space_adds(self):
+        module = {"cipher": [25, 0], "copies, checksums, zeroing": [3, 0],
+                  "sockets, UDP": [1, 0], "scheduling, wake-ups, timers": [5, 0], "TCP": [2, 0]}
+        solowg = {"cipher": [24, 0], "copies, checksums, zeroing": [4.5, 0],
+                  "sockets, UDP": [0.5, 0], "scheduling, wake-ups, timers": [2, 0],
+                  "system calls, seccomp": [1.5, 0], "TUN device": [0.25, 0],
+                  "solowg, the rest": [1.25, 0], "TCP": [1, 0]}
+        m, s, free = guest_profile.free_crossing(module, solowg)
+        self.assertEqual((m, s), (36, 35))
+        # whole: 1.5 + 0.25 + 1.25 + 2; beyond the module's: copies 1.5, sockets none
+        self.assertAlmostEqual(free, 35 - 6.5)
+
 
 if __name__ == "__main__":
     unittest.main()
