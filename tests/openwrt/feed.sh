@@ -285,6 +285,9 @@ check prepare.copied-feed-fails "2 SOLOWG_SRC" \
 mkdir -p "$bdir/ipkg-install/bin"
 echo "daemon" >"$bdir/ipkg-install/bin/solowg"
 tree_of() { (cd "$1" && find . -mindepth 1 \( -type f -o -type d \) -printf '%m %P\n' | LC_ALL=C sort); }
+# The same without modes, sorted by path (sorted with modes, a directory whose mode differs
+# moves in the list: a tree extracted from `git archive` has 0775 directories).
+paths_of() { (cd "$1" && find . -mindepth 1 \( -type f -o -type d \) -printf '%P\n' | LC_ALL=C sort); }
 make --no-print-directory -r TOPDIR="$top" -C "$top/package/feeds/solowg/solowg" install-solowg DEST="$work/inst-solowg" >/dev/null 2>&1 || true
 python3 "$repo/openwrt/mkpkg.py" solowg --arch mips_24kc --binary "$bdir/ipkg-install/bin/solowg" \
 	--allow-non-elf --format ipk --out "$work/pkg" >/dev/null
@@ -304,7 +307,7 @@ if [[ -n $luci ]]; then
 	mkdir -p "$work/ipk-luci"
 	tar -xzOf "$work"/lpkg/luci-app-solowg_*.ipk ./data.tar.gz | tar -xzf - -C "$work/ipk-luci"
 	# luci.mk copies with cp -p: modes as checked out; mkpkg.py uses git's two modes.
-	check install.luci.same-files-as-mkpkg "$(tree_of "$work/ipk-luci" | cut -d' ' -f2)" "$(tree_of "$work/inst-luci" | cut -d' ' -f2)"
+	check install.luci.same-files-as-mkpkg "$(paths_of "$work/ipk-luci")" "$(paths_of "$work/inst-luci")"
 	po2lmo=$(bash "$here/po2lmo.sh" 2>"$work/po2lmo.err") || po2lmo=
 	if [[ -n $po2lmo ]]; then
 		PATH=$(dirname "$po2lmo"):$PATH make --no-print-directory -r TOPDIR="$top" \
@@ -312,7 +315,7 @@ if [[ -n $luci ]]; then
 		python3 "$repo/openwrt/mkpkg.py" luci-i18n-solowg-de --po2lmo "$po2lmo" --format ipk --out "$work/dpkg" >/dev/null
 		mkdir -p "$work/ipk-de"
 		tar -xzOf "$work"/dpkg/luci-i18n-solowg-de_*.ipk ./data.tar.gz | tar -xzf - -C "$work/ipk-de"
-		check install.i18n.files "$(tree_of "$work/ipk-de" | cut -d' ' -f2)" "$(tree_of "$work/inst-de" | cut -d' ' -f2)"
+		check install.i18n.files "$(paths_of "$work/ipk-de")" "$(paths_of "$work/inst-de")"
 		check install.i18n.lmo-same "same" \
 			"$(cmp -s "$work/ipk-de/usr/lib/lua/luci/i18n/solowg.de.lmo" "$work/inst-de/usr/lib/lua/luci/i18n/solowg.de.lmo" && echo same)"
 		check install.i18n.uci-defaults-same "same" \
