@@ -188,7 +188,9 @@ ow_root() {
 	printf '%s\n' 'trap "exit 0" TERM' "sleep $OW_MAX_S & wait \$!" >"$root/etc/ow-pid1"
 }
 
-ow_rooted() { [[ $(readlink "/proc/$1/root") == "$2" ]]; }
+# By device and inode: the link's text is a path only where the reader's root reaches the
+# process's mount namespace (not when this suite itself runs in a chroot).
+ow_rooted() { [[ $(stat -Lc %d:%i "/proc/$1/root/" 2>/dev/null) == "$(stat -c %d:%i "$2")" ]]; }
 # ow_boot NAME NETNS: the router's namespaces and PID 1, then ubusd, logd, procd and
 # `boot` of /etc/rc.d/S*. Returns once procd's `service` object is there.
 ow_boot() {
