@@ -535,18 +535,24 @@ async function benchScenarios(browser) {
 }
 
 // The host PID of the router's process PID (the router has a PID namespace of its own):
-// the process whose innermost NSpid is PID and whose root is the router's.
+// the process whose innermost NSpid is PID and whose root is the router's (by device and
+// inode: /proc/N/root's text is another path where this test itself runs in a chroot).
 function benchProcess(pid) {
 	if (!(pid > 0)) return null;
+	const root = fs.statSync(env.router_root);
 	for (const d of fs.readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
 		try {
 			const ns = (/^NSpid:\s+(.*)$/m.exec(fs.readFileSync(`/proc/${d}/status`, 'utf8')) || [])[1];
-			if (ns && +ns.trim().split(/\s+/).pop() === pid && ns.trim().split(/\s+/).length > 1 && fs.readlinkSync(`/proc/${d}/root`) === env.router_root)
+			if (ns && +ns.trim().split(/\s+/).pop() === pid && ns.trim().split(/\s+/).length > 1 && sameFile(fs.statSync(`/proc/${d}/root/`), root))
 				return +d;
 		}
 		catch (e) { /* gone meanwhile */ }
 	}
 	return null;
+}
+
+function sameFile(a, b) {
+	return a.dev === b.dev && a.ino === b.ino;
 }
 
 async function viewerScenarios(browser) {

@@ -188,13 +188,15 @@ check boot.up "wg0 and wg1 not both up within 20 s of boot" ow_wait 20 eval 'up 
 # rpcd reads its plugins, acl.d and ucode scripts under the prefix it was built with, ucode
 # its modules too: in this router that prefix's share/ is an overlay whose rpcd/ and
 # ucode/luci are the router's /usr/share/rpcd and /usr/share/ucode/luci, as on OpenWrt.
-so=$OW_TMP/r/share-up
-mkdir -p "$so/ucode" "$OW_TMP/r/share-work"
+# Mounted from inside the router, with its paths: entering its mount namespace puts a
+# process at that namespace's root, which is not this script's where the suite runs chrooted.
+so=$R/.ow-share/up
+mkdir -p "$so/ucode" "$R/.ow-share/work"
 ln -s /usr/share/rpcd "$so/rpcd"
 ln -s /usr/share/ucode/luci "$so/ucode/luci"
 ln -s /usr/share/ucode/html.uc "$so/ucode/html.uc"
-nsenter -t "${OW_PID1[r]}" -m -- mount -t overlay overlay \
-	-o "lowerdir=$OW_PREFIX/share,upperdir=$so,workdir=$OW_TMP/r/share-work" "$R$OW_PREFIX/share" ||
+nsenter -t "${OW_PID1[r]}" -m -r -- mount -t overlay overlay \
+	-o "lowerdir=$OW_PREFIX/share,upperdir=/.ow-share/up,workdir=/.ow-share/work" "$OW_PREFIX/share" ||
 	ow_die "overlay over $OW_PREFIX/share failed"
 # The packages' uci-defaults, run once as base-files does at boot.
 # shellcheck disable=SC2016 # the router's shell expands it
