@@ -284,10 +284,11 @@ check prepare.copied-feed-fails "2 SOLOWG_SRC" \
 # files and modes.
 mkdir -p "$bdir/ipkg-install/bin"
 echo "daemon" >"$bdir/ipkg-install/bin/solowg"
-tree_of() { (cd "$1" && find . -mindepth 1 \( -type f -o -type d \) -printf '%m %P\n' | LC_ALL=C sort); }
-# The same without modes, sorted by path (sorted with modes, a directory whose mode differs
-# moves in the list: a tree extracted from `git archive` has 0775 directories).
-paths_of() { (cd "$1" && find . -mindepth 1 \( -type f -o -type d \) -printf '%P\n' | LC_ALL=C sort); }
+# tree_of DIR [FORMAT]: its files and directories, "mode path" by default. paths_of gives the
+# paths alone, sorted by path (sorted with modes, a directory whose mode differs moves in the
+# list: a tree extracted from `git archive` has 0775 directories).
+tree_of() { (cd "$1" && find . -mindepth 1 \( -type f -o -type d \) -printf "${2:-%m %P}\n" | LC_ALL=C sort); }
+paths_of() { tree_of "$1" %P; }
 make --no-print-directory -r TOPDIR="$top" -C "$top/package/feeds/solowg/solowg" install-solowg DEST="$work/inst-solowg" >/dev/null 2>&1 || true
 python3 "$repo/openwrt/mkpkg.py" solowg --arch mips_24kc --binary "$bdir/ipkg-install/bin/solowg" \
 	--allow-non-elf --format ipk --out "$work/pkg" >/dev/null
